@@ -98,7 +98,7 @@ typedef enum nwattn_backend {
 /* Working memory comes from this allocator; alloc returning NULL makes the call fail with
  * NWATTN_ERR_ALLOC and leaves the outputs untouched. */
 typedef struct nwattn_allocator {
-    void *(*alloc)(void *user, size_t bytes); /* memory aligned for float at least */
+    void *(*alloc)(void *user, size_t bytes); /* aligned for any object type, like malloc */
     void (*free)(void *user, void *ptr);      /* never called with NULL */
     void *user;
 } nwattn_allocator;

@@ -1,0 +1,32 @@
+/* The BLAS backend: OpenBLAS products, float softmax. */
+#ifndef NWATTN_BLAS_KERNELS_H
+#define NWATTN_BLAS_KERNELS_H
+
+#include "internal.h"
+
+/* Largest dimension handed to one BLAS call; larger problems are split into chunks. The build
+ * option NWATTN_BLAS_DIM_LIMIT lowers it so that tests exercise the splitting. */
+#if defined(NWATTN_BLAS_DIM_LIMIT) && NWATTN_BLAS_DIM_LIMIT > 0
+#define NW_BLAS_DIM_LIMIT ((size_t)NWATTN_BLAS_DIM_LIMIT)
+#else
+#define NW_BLAS_DIM_LIMIT ((size_t)NW_BLAS_INT_MAX)
+#endif
+
+/* c = alpha · a · op(b) + beta · c, with op(b) = b (k×n) or b^T (b is n×k). Any sizes: the
+ * product is split so that every BLAS argument fits its integer. Leading dimensions must fit. */
+void nw_blas_sgemm(int transpose_b, size_t m, size_t n, size_t k, float alpha, const float *a,
+                   size_t lda, const float *b, size_t ldb, float beta, float *c, size_t ldc);
+
+size_t nw_blas_scores_workspace(const nw_score *score, size_t m, size_t n, size_t d);
+void nw_blas_scores(const nw_score *score, size_t m, size_t n, size_t d, const float *q,
+                    size_t ldq, const float *k, size_t ldk, float *s, size_t lds, void *scratch);
+void nw_blas_softmax(const nw_mask *mask, size_t b, size_t i0, size_t rows, size_t n,
+                     const float *s, size_t lds, float *w, size_t ldw, float *lse);
+void nw_blas_gemm(size_t m, size_t n, size_t k, const float *a, size_t lda, const float *b,
+                  size_t ldb, float *c, size_t ldc);
+size_t nw_blas_bmm_workspace(size_t batch);
+void nw_blas_bmm(size_t batch, size_t m, size_t n, size_t k, const float *a, size_t lda,
+                 size_t stride_a, const float *b, size_t ldb, size_t stride_b, float *c,
+                 size_t ldc, size_t stride_c, void *scratch);
+
+#endif /* NWATTN_BLAS_KERNELS_H */

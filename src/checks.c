@@ -1,0 +1,184 @@
+/* Argument checking: NULLs, leading dimensions, strides, overflow, aliasing, parameters. */
+#include <math.h>
+#include <string.h>
+
+#include "checks.h"
+
+void nw_call_init(nw_call *call, nwattn_context *ctx, size_t batch) {
+    memset(call, 0, sizeof *call);
+    call->ctx = ctx;
+    call->batch = batch;
+}
+
+/* Bytes spanned by the operand: ((batch-1)·stride + (rows-1)·ld + cols) · elem. */
+static nwattn_status operand_range(nwattn_context *ctx, size_t batch, const char *name,
+                                   const void *data, size_t elem, size_t rows, size_t cols,
+                                   size_t ld, size_t stride, nw_range *range) {
+    if (data == NULL)
+        return nw_fail(ctx, NWATTN_ERR_NULL_POINTER, "%s is NULL", name);
+    if (ld < cols || ld == 0)
+        return nw_fail(ctx, NWATTN_ERR_BAD_LEADING_DIM,
+                       "leading dimension of %s is %zu, smaller than its row of %zu", name, ld,
+                       cols == 0 ? (size_t)1 : cols);
+    range->name = name;
+    range->begin = range->end = (uintptr_t)data;
+    if (batch == 0 || rows == 0 || cols == 0)
+        return NWATTN_OK;
+    size_t items_span, rows_span, elems, bytes;
+    if (!nw_mul(batch - 1, stride, &items_span) || !nw_mul(rows - 1, ld, &rows_span) ||
+        !nw_add(items_span, rows_span, &elems) || !nw_add(elems, cols, &elems) ||
+        !nw_mul(elems, elem, &bytes) || bytes > UINTPTR_MAX - (uintptr_t)data)
+        return nw_fail(ctx, NWATTN_ERR_OVERFLOW,
+                       "%s spans more bytes than size_t holds (batch %zu, %zu×%zu, ld %zu, "
+                       "stride %zu)",
+                       name, batch, rows, cols, ld, stride);
+    range->end = range->begin + bytes;
+    return NWATTN_OK;
+}
+
+/* Registers an input; `blas` says whether its leading dimension reaches a BLAS call. */
+static nwattn_status add_input(nw_call *call, size_t batch, int blas, const char *name,
+                               const void *data, size_t elem, size_t rows, size_t cols,
+                               size_t ld, size_t stride) {
+    if (call->n_inputs == NW_MAX_OPERANDS)
+        return nw_fail(call->ctx, NWATTN_ERR_UNSUPPORTED, "internal: too many operands");
+    NW_TRY(operand_range(call->ctx, batch, name, data, elem, rows, cols, ld, stride,
+                         &call->inputs[call->n_inputs]));
+    call->n_inputs++;
+    if (blas && ld > call->max_ld)
+        call->max_ld = ld;
+    return NWATTN_OK;
+}
+
+nwattn_status nw_input(nw_call *call, const char *name, const float *data, size_t rows,
+                       size_t cols, size_t ld, size_t stride) {
+    return add_input(call, call->batch, 1, name, data, sizeof(float), rows, cols, ld, stride);
+}
+
+nwattn_status nw_input_array(nw_call *call, const char *name, const void *data, size_t elem,
+                             size_t count) {
+    return add_input(call, 1, 0, name, data, elem, 1, count, count == 0 ? 1 : count, 0);
+}
+
+nwattn_status nw_output(nw_call *call, const char *name, const float *data, size_t rows,
+                        size_t cols, size_t ld, size_t stride) {
+    if (call->n_outputs == NW_MAX_OPERANDS)
+        return nw_fail(call->ctx, NWATTN_ERR_UNSUPPORTED, "internal: too many operands");
+    NW_TRY(operand_range(call->ctx, call->batch, name, data, sizeof(float), rows, cols, ld,
+                         stride, &call->outputs[call->n_outputs]));
+    if (call->batch > 1 && rows > 0 && cols > 0) {
+        /* The item must end before the next begins: (rows-1)·ld + cols <= stride. */
+        size_t item = (rows - 1) * ld + cols; /* cannot overflow: the range above did not */
+        if (stride < item)
+            return nw_fail(call->ctx, NWATTN_ERR_BAD_STRIDE,
+                           "batch stride of %s is %zu but one item spans %zu elements", name,
+                           stride, item);
+    }
+    call->n_outputs++;
+    if (ld > call->max_ld)
+        call->max_ld = ld;
+    return NWATTN_OK;
+}
+
+static int overlap(const nw_range *a, const nw_range *b) {
+    if (a->begin == a->end || b->begin == b->end)
+        return 0;
+    return a->begin < b->end && b->begin < a->end;
+}
+
+nwattn_status nw_check_disjoint(const nw_call *call) {
+    for (int o = 0; o < call->n_outputs; o++) {
+        const nw_range *out = &call->outputs[o];
+        for (int i = 0; i < call->n_inputs; i++)
+            if (overlap(out, &call->inputs[i]))
+                return nw_fail(call->ctx, NWATTN_ERR_ALIASING, "output %s overlaps input %s",
+                               out->name, call->inputs[i].name);
+        for (int p = 0; p < o; p++)
+            if (overlap(out, &call->outputs[p]))
+                return nw_fail(call->ctx, NWATTN_ERR_ALIASING, "output %s overlaps output %s",
+                               out->name, call->outputs[p].name);
+    }
+    return NWATTN_OK;
+}
+
+int nw_call_blas_ok(const nw_call *call) { return call->max_ld <= NW_BLAS_INT_MAX; }
+
+static int positive_finite(float x) { return isfinite(x) && x > 0.0f; }
+
+nwattn_status nw_check_score(nwattn_context *ctx, const nwattn_score *score, size_t d,
+                             nw_score *out) {
+    if (score == NULL)
+        return nw_fail(ctx, NWATTN_ERR_NULL_POINTER, "score is NULL");
+    switch (score->kind) {
+    case NWATTN_SCORE_DOT:
+        if (!isfinite(score->scale))
+            return nw_fail(ctx, NWATTN_ERR_BAD_PARAMETER, "dot-product scale %g is not finite",
+                           (double)score->scale);
+        break;
+    case NWATTN_SCORE_GAUSSIAN:
+    case NWATTN_SCORE_LAPLACE:
+        if (score->bandwidths != NULL) {
+            for (size_t j = 0; j < d; j++)
+                if (!positive_finite(score->bandwidths[j]))
+                    return nw_fail(ctx, NWATTN_ERR_BAD_PARAMETER,
+                                   "bandwidths[%zu] = %g is not finite and > 0", j,
+                                   (double)score->bandwidths[j]);
+        } else if (!positive_finite(score->bandwidth)) {
+            return nw_fail(ctx, NWATTN_ERR_BAD_PARAMETER, "bandwidth %g is not finite and > 0",
+                           (double)score->bandwidth);
+        }
+        break;
+    default:
+        return nw_fail(ctx, NWATTN_ERR_BAD_ENUM, "unknown score kind %d", (int)score->kind);
+    }
+    out->kind = score->kind;
+    out->scale = score->scale;
+    out->bandwidth = score->bandwidth;
+    out->bandwidths = score->kind == NWATTN_SCORE_DOT ? NULL : score->bandwidths;
+    return NWATTN_OK;
+}
+
+static const unsigned known_mask_flags =
+    NWATTN_MASK_LEAVE_ONE_OUT | NWATTN_MASK_CAUSAL | NWATTN_MASK_LENS_PER_ROW;
+
+nwattn_status nw_check_mask(nw_call *call, const nwattn_mask *mask, size_t m, size_t n,
+                            nw_mask *out) {
+    memset(out, 0, sizeof *out);
+    out->m = m;
+    if (mask == NULL)
+        return NWATTN_OK;
+    nwattn_context *ctx = call->ctx;
+    if (mask->flags & ~known_mask_flags)
+        return nw_fail(ctx, NWATTN_ERR_BAD_ENUM, "unknown mask flag bits 0x%x",
+                       mask->flags & ~known_mask_flags);
+    if ((mask->flags & NWATTN_MASK_LENS_PER_ROW) && mask->valid_lens == NULL)
+        return nw_fail(ctx, NWATTN_ERR_NULL_POINTER,
+                       "NWATTN_MASK_LENS_PER_ROW is set but valid_lens is NULL");
+    out->flags = mask->flags;
+    if (mask->valid_lens != NULL) {
+        size_t count = call->batch;
+        if ((mask->flags & NWATTN_MASK_LENS_PER_ROW) && !nw_mul(call->batch, m, &count))
+            return nw_fail(ctx, NWATTN_ERR_OVERFLOW, "batch·m valid lengths overflow size_t");
+        NW_TRY(nw_input_array(call, "mask.valid_lens", mask->valid_lens, sizeof(size_t), count));
+        for (size_t i = 0; i < count; i++)
+            if (mask->valid_lens[i] > n)
+                return nw_fail(ctx, NWATTN_ERR_BAD_MASK, "mask.valid_lens[%zu] = %zu exceeds n = %zu",
+                               i, mask->valid_lens[i], n);
+        out->valid_lens = mask->valid_lens;
+    }
+    if (mask->additive != NULL) {
+        NW_TRY(add_input(call, call->batch, 0, "mask.additive", mask->additive, sizeof(float), m,
+                         n, mask->ld_additive, mask->stride_additive));
+        out->additive = mask->additive;
+        out->ld_additive = mask->ld_additive;
+        out->stride_additive = mask->stride_additive;
+    }
+    if (mask->keep != NULL) {
+        NW_TRY(add_input(call, call->batch, 0, "mask.keep", mask->keep, 1, m, n, mask->ld_keep,
+                         mask->stride_keep));
+        out->keep = mask->keep;
+        out->ld_keep = mask->ld_keep;
+        out->stride_keep = mask->stride_keep;
+    }
+    return NWATTN_OK;
+}

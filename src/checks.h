@@ -1,0 +1,54 @@
+/* Argument checking shared by every public entry point: one line per operand, then one call
+ * that proves no output overlaps anything else. */
+#ifndef NWATTN_CHECKS_H
+#define NWATTN_CHECKS_H
+
+#include "internal.h"
+
+#define NW_MAX_OPERANDS 12
+
+typedef struct nw_range {
+    const char *name;
+    uintptr_t begin, end; /* bytes [begin, end); empty when begin == end */
+} nw_range;
+
+/* The operands of one call, collected as they are checked. */
+typedef struct nw_call {
+    nwattn_context *ctx;
+    size_t batch;
+    size_t max_ld;       /* largest leading dimension of a float operand (BLAS integer check) */
+    int n_inputs, n_outputs;
+    nw_range inputs[NW_MAX_OPERANDS];
+    nw_range outputs[NW_MAX_OPERANDS];
+} nw_call;
+
+void nw_call_init(nw_call *call, nwattn_context *ctx, size_t batch);
+
+/* A batch of rows×cols float matrices at data, row pitch ld, item pitch stride.
+ * Checks NULL, ld >= cols and that the addressed bytes fit in size_t. An output's stride must
+ * also keep batch items apart. */
+nwattn_status nw_input(nw_call *call, const char *name, const float *data, size_t rows,
+                       size_t cols, size_t ld, size_t stride);
+nwattn_status nw_output(nw_call *call, const char *name, const float *data, size_t rows,
+                        size_t cols, size_t ld, size_t stride);
+
+/* A flat array of count elements that no BLAS call sees (bandwidths, valid lengths). */
+nwattn_status nw_input_array(nw_call *call, const char *name, const void *data, size_t elem,
+                             size_t count);
+
+/* Fails with NWATTN_ERR_ALIASING if an output overlaps an input or another output. */
+nwattn_status nw_check_disjoint(const nw_call *call);
+
+/* Whether every leading dimension fits the BLAS integer. */
+int nw_call_blas_ok(const nw_call *call);
+
+/* Validates a public score description against d and copies it into *out. */
+nwattn_status nw_check_score(nwattn_context *ctx, const nwattn_score *score, size_t d,
+                             nw_score *out);
+
+/* Validates a public mask (NULL: none) for batch items of m×n, registers its arrays as inputs
+ * of call, and fills *out. Valid lengths are read to check they are <= n. */
+nwattn_status nw_check_mask(nw_call *call, const nwattn_mask *mask, size_t m, size_t n,
+                            nw_mask *out);
+
+#endif /* NWATTN_CHECKS_H */

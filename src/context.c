@@ -1,0 +1,117 @@
+/* The caller-owned context: allocator, backend choice, reusable working memory, last error. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+static void *default_alloc(void *user, size_t bytes) {
+    (void)user;
+    return malloc(bytes);
+}
+
+static void default_free(void *user, void *ptr) {
+    (void)user;
+    free(ptr);
+}
+
+nwattn_status nwattn_context_create(nwattn_context **out) {
+    const nwattn_allocator allocator = {default_alloc, default_free, NULL};
+    return nwattn_context_create_with_allocator(out, &allocator);
+}
+
+nwattn_status nwattn_context_create_with_allocator(nwattn_context **out,
+                                                   const nwattn_allocator *allocator) {
+    if (out == NULL || allocator == NULL || allocator->alloc == NULL || allocator->free == NULL)
+        return NWATTN_ERR_NULL_POINTER;
+    nwattn_context *ctx = allocator->alloc(allocator->user, sizeof *ctx);
+    if (ctx == NULL)
+        return NWATTN_ERR_ALLOC;
+    memset(ctx, 0, sizeof *ctx);
+    ctx->allocator = *allocator;
+    ctx->backend = NWATTN_BACKEND_AUTO;
+    *out = ctx;
+    return NWATTN_OK;
+}
+
+void nwattn_context_destroy(nwattn_context *ctx) {
+    if (ctx == NULL)
+        return;
+    nwattn_context_release_workspace(ctx);
+    nwattn_allocator allocator = ctx->allocator;
+    allocator.free(allocator.user, ctx);
+}
+
+nwattn_status nwattn_context_set_backend(nwattn_context *ctx, nwattn_backend backend) {
+    NW_TRY(nw_begin(ctx));
+    switch (backend) {
+    case NWATTN_BACKEND_AUTO:
+    case NWATTN_BACKEND_REFERENCE:
+    case NWATTN_BACKEND_BLAS:
+        ctx->backend = backend;
+        return NWATTN_OK;
+    }
+    return nw_fail(ctx, NWATTN_ERR_BAD_ENUM, "unknown backend %d", (int)backend);
+}
+
+nwattn_backend nwattn_context_get_backend(const nwattn_context *ctx) {
+    return ctx ? ctx->backend : NWATTN_BACKEND_AUTO;
+}
+
+size_t nwattn_context_workspace_bytes(const nwattn_context *ctx) {
+    return ctx ? ctx->workspace_bytes : 0;
+}
+
+void nwattn_context_release_workspace(nwattn_context *ctx) {
+    if (ctx == NULL || ctx->workspace == NULL)
+        return;
+    ctx->allocator.free(ctx->allocator.user, ctx->workspace);
+    ctx->workspace = NULL;
+    ctx->workspace_bytes = 0;
+}
+
+const char *nwattn_context_last_error(const nwattn_context *ctx) {
+    if (ctx == NULL)
+        return "context is NULL";
+    return ctx->errmsg;
+}
+
+nwattn_status nw_begin(nwattn_context *ctx) {
+    if (ctx == NULL)
+        return NWATTN_ERR_NULL_POINTER;
+    ctx->errmsg[0] = '\0';
+    return NWATTN_OK;
+}
+
+nwattn_status nw_fail(nwattn_context *ctx, nwattn_status status, const char *fmt, ...) {
+    if (ctx != NULL) {
+        int used = snprintf(ctx->errmsg, sizeof ctx->errmsg, "%s: ", nwattn_status_name(status));
+        if (used > 0 && (size_t)used < sizeof ctx->errmsg) {
+            va_list args;
+            va_start(args, fmt);
+            vsnprintf(ctx->errmsg + used, sizeof ctx->errmsg - (size_t)used, fmt, args);
+            va_end(args);
+        }
+    }
+    return status;
+}
+
+nwattn_status nw_workspace(nwattn_context *ctx, size_t bytes, void **out) {
+    if (bytes == SIZE_MAX) /* what size computations return on overflow */
+        return nw_fail(ctx, NWATTN_ERR_OVERFLOW, "working memory size overflows size_t");
+    if (bytes <= ctx->workspace_bytes) {
+        *out = ctx->workspace;
+        return NWATTN_OK;
+    }
+    /* Free first: the old block's contents are never needed, and peak memory stays lower. */
+    nwattn_context_release_workspace(ctx);
+    void *block = ctx->allocator.alloc(ctx->allocator.user, bytes);
+    if (block == NULL)
+        return nw_fail(ctx, NWATTN_ERR_ALLOC, "could not allocate %zu bytes of working memory",
+                       bytes);
+    ctx->workspace = block;
+    ctx->workspace_bytes = bytes;
+    *out = block;
+    return NWATTN_OK;
+}

@@ -1,0 +1,116 @@
+/* Internal declarations shared by the dispatch layer and the kernels. Never installed. */
+#ifndef NWATTN_INTERNAL_H
+#define NWATTN_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "nwattn.h"
+
+#define NW_ERRMSG_BYTES 256
+
+struct nwattn_context {
+    nwattn_allocator allocator;
+    nwattn_backend backend;
+    void *workspace; /* grown on demand, kept across calls */
+    size_t workspace_bytes;
+    char errmsg[NW_ERRMSG_BYTES];
+};
+
+/* ---- Errors ----------------------------------------------------------------------------- */
+/* Records a formatted message in ctx (if any) and returns status. */
+nwattn_status nw_fail(nwattn_context *ctx, nwattn_status status, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+/* Propagates a non-OK status, keeping each check to one line. */
+#define NW_TRY(expr)                          \
+    do {                                      \
+        nwattn_status nw_try_status_ = (expr); \
+        if (nw_try_status_ != NWATTN_OK)      \
+            return nw_try_status_;            \
+    } while (0)
+
+/* Clears the last error at the start of a public call on ctx; fails on ctx == NULL. */
+nwattn_status nw_begin(nwattn_context *ctx);
+
+/* ---- Working memory ---------------------------------------------------------------------- */
+/* Returns a workspace of at least `bytes` in *out, reusing the context's block. */
+nwattn_status nw_workspace(nwattn_context *ctx, size_t bytes, void **out);
+
+/* Checked size arithmetic: false on overflow. */
+static inline int nw_mul(size_t a, size_t b, size_t *out) {
+    if (a != 0 && b > SIZE_MAX / a)
+        return 0;
+    *out = a * b;
+    return 1;
+}
+static inline int nw_add(size_t a, size_t b, size_t *out) {
+    if (b > SIZE_MAX - a)
+        return 0;
+    *out = a + b;
+    return 1;
+}
+
+/* ---- Masks ------------------------------------------------------------------------------- */
+/* A validated mask with defaults filled in; kernels evaluate it per row (see mask.h). */
+typedef struct nw_mask {
+    unsigned flags;
+    const size_t *valid_lens;
+    const float *additive;
+    size_t ld_additive, stride_additive;
+    const unsigned char *keep;
+    size_t ld_keep, stride_keep;
+    size_t m; /* rows per item: indexes per-row valid lengths */
+} nw_mask;
+
+/* ---- Kernels ----------------------------------------------------------------------------- */
+/* Internal score kind: every score 0, so the softmax gives uniform weights (average pooling).
+ * Never accepted from callers. */
+#define NW_SCORE_ZERO ((nwattn_score_kind)100)
+
+/* A score with validated parameters; bandwidths points at d values or is NULL (scalar). */
+typedef struct nw_score {
+    nwattn_score_kind kind;
+    float scale;
+    float bandwidth;
+    const float *bandwidths;
+} nw_score;
+
+/* One backend: every primitive the dispatch layer composes. Kernels get validated arguments
+ * and never fail; the memory they need is sized by *_workspace and handed in. */
+typedef struct nw_kernels {
+    const char *name;
+    /* Bytes of scratch `scores` needs for a block of m queries against n keys. */
+    size_t (*scores_workspace)(const nw_score *score, size_t m, size_t n, size_t d);
+    void (*scores)(const nw_score *score, size_t m, size_t n, size_t d,
+                   const float *q, size_t ldq, const float *k, size_t ldk,
+                   float *s, size_t lds, void *scratch);
+    /* Rows i0 .. i0+rows-1 of item b: w = masked softmax(s); lse optional (NULL). */
+    void (*softmax)(const nw_mask *mask, size_t b, size_t i0, size_t rows, size_t n,
+                    const float *s, size_t lds, float *w, size_t ldw, float *lse);
+    /* c = a·b for one item (m×k times k×n). */
+    void (*gemm)(size_t m, size_t n, size_t k, const float *a, size_t lda,
+                 const float *b, size_t ldb, float *c, size_t ldc);
+    /* Bytes of scratch `bmm` needs for `batch` items. */
+    size_t (*bmm_workspace)(size_t batch);
+    void (*bmm)(size_t batch, size_t m, size_t n, size_t k,
+                const float *a, size_t lda, size_t stride_a,
+                const float *b, size_t ldb, size_t stride_b,
+                float *c, size_t ldc, size_t stride_c, void *scratch);
+} nw_kernels;
+
+extern const nw_kernels nw_reference_kernels;
+extern const nw_kernels nw_blas_kernels;
+
+/* Largest value a BLAS integer argument (dimension, leading dimension, increment) may take. */
+#define NW_BLAS_INT_MAX 2147483647u
+
+/* Picks the kernels for ctx's backend and this problem. `blas_ok` says whether every leading
+ * dimension and stride handed to the BLAS fits its integer: AUTO falls back to the reference,
+ * BLAS refuses with NWATTN_ERR_TOO_LARGE. */
+nwattn_status nw_select_kernels(nwattn_context *ctx, int blas_ok, const nw_kernels **out);
+
+#endif /* NWATTN_INTERNAL_H */

@@ -1,0 +1,43 @@
+/* Per-row mask evaluation shared by the reference and BLAS softmax kernels, so that both
+ * backends agree exactly on which keys are masked. */
+#ifndef NWATTN_MASK_H
+#define NWATTN_MASK_H
+
+#include "internal.h"
+
+/* Keys j >= the returned limit are masked for query row i of item b (causal, valid lengths). */
+static inline size_t nw_mask_row_limit(const nw_mask *mask, size_t b, size_t i, size_t n) {
+    size_t limit = n;
+    if (mask == NULL)
+        return limit;
+    if ((mask->flags & NWATTN_MASK_CAUSAL) && i + 1 < limit)
+        limit = i + 1;
+    if (mask->valid_lens != NULL) {
+        size_t len = (mask->flags & NWATTN_MASK_LENS_PER_ROW) ? mask->valid_lens[b * mask->m + i]
+                                                               : mask->valid_lens[b];
+        if (len < limit)
+            limit = len;
+    }
+    return limit;
+}
+
+/* The additive row of (b, i), or NULL. */
+static inline const float *nw_mask_additive_row(const nw_mask *mask, size_t b, size_t i) {
+    if (mask == NULL || mask->additive == NULL)
+        return NULL;
+    return mask->additive + b * mask->stride_additive + i * mask->ld_additive;
+}
+
+/* The keep row of (b, i), or NULL. */
+static inline const unsigned char *nw_mask_keep_row(const nw_mask *mask, size_t b, size_t i) {
+    if (mask == NULL || mask->keep == NULL)
+        return NULL;
+    return mask->keep + b * mask->stride_keep + i * mask->ld_keep;
+}
+
+/* The key excluded by leave-one-out for row i, or SIZE_MAX. */
+static inline size_t nw_mask_excluded_key(const nw_mask *mask, size_t i) {
+    return (mask != NULL && (mask->flags & NWATTN_MASK_LEAVE_ONE_OUT)) ? i : SIZE_MAX;
+}
+
+#endif /* NWATTN_MASK_H */
