@@ -40,4 +40,24 @@ static inline size_t nw_mask_excluded_key(const nw_mask *mask, size_t i) {
     return (mask != NULL && (mask->flags & NWATTN_MASK_LEAVE_ONE_OUT)) ? i : SIZE_MAX;
 }
 
+/* Everything a kernel needs to mask one row: keys j >= limit are masked, and so is key j < limit
+ * when nw_mask_row_drops says so. The additive row (or NULL) is added to the scores. */
+typedef struct nw_mask_row {
+    size_t limit;
+    size_t excluded;
+    const float *additive;
+    const unsigned char *keep;
+} nw_mask_row;
+
+static inline nw_mask_row nw_mask_row_get(const nw_mask *mask, size_t b, size_t i, size_t n) {
+    nw_mask_row row = {nw_mask_row_limit(mask, b, i, n), nw_mask_excluded_key(mask, i),
+                       nw_mask_additive_row(mask, b, i), nw_mask_keep_row(mask, b, i)};
+    return row;
+}
+
+/* Whether key j < limit is masked by leave-one-out or the keep bytes. */
+static inline int nw_mask_row_drops(const nw_mask_row *row, size_t j) {
+    return j == row->excluded || (row->keep != NULL && row->keep[j] == 0);
+}
+
 #endif /* NWATTN_MASK_H */

@@ -4,24 +4,18 @@
 #include "blas_kernels.h"
 #include "mask.h"
 
-/* Whether key j of the row is masked by leave-one-out or the keep bytes. */
-static int dropped(const unsigned char *keep, size_t excluded, size_t j) {
-    return j == excluded || (keep != NULL && keep[j] == 0);
-}
-
 static void softmax_row(const nw_mask *mask, size_t b, size_t i, size_t n, const float *srow,
                         float *wrow, float *lse) {
-    const size_t limit = nw_mask_row_limit(mask, b, i, n);
-    const size_t excluded = nw_mask_excluded_key(mask, i);
-    const float *add = nw_mask_additive_row(mask, b, i);
-    const unsigned char *keep = nw_mask_keep_row(mask, b, i);
+    const nw_mask_row row = nw_mask_row_get(mask, b, i, n);
+    const size_t limit = row.limit;
+    const float *add = row.additive;
 
     /* Pass 1: w = s + additive, -inf where masked; the maximum; whether any key is live.
      * NaN is live and propagates through the sum, as it should. */
     size_t live = 0;
     float max = -INFINITY;
     for (size_t j = 0; j < limit; j++) {
-        float v = dropped(keep, excluded, j) ? -INFINITY : srow[j] + (add ? add[j] : 0.0f);
+        float v = nw_mask_row_drops(&row, j) ? -INFINITY : srow[j] + (add ? add[j] : 0.0f);
         wrow[j] = v;
         if (v != -INFINITY) {
             live++;

@@ -4,29 +4,25 @@
 #include "mask.h"
 #include "ref_kernels.h"
 
-/* The value key j contributes to row i, or -INFINITY if it is masked. */
-static double masked_value(const float *srow, const float *add, const unsigned char *keep,
-                           size_t excluded, size_t j) {
-    if (j == excluded || (keep != NULL && keep[j] == 0))
+/* The value key j contributes to its row, or -INFINITY if it is masked. */
+static double masked_value(const nw_mask_row *row, const float *srow, size_t j) {
+    if (j >= row->limit || nw_mask_row_drops(row, j))
         return -INFINITY;
     double v = (double)srow[j];
-    if (add != NULL)
-        v += (double)add[j];
+    if (row->additive != NULL)
+        v += (double)row->additive[j];
     return v;
 }
 
 static void softmax_row(const nw_mask *mask, size_t b, size_t i, size_t n, const float *srow,
                         float *wrow, float *lse) {
-    const size_t limit = nw_mask_row_limit(mask, b, i, n);
-    const size_t excluded = nw_mask_excluded_key(mask, i);
-    const float *add = nw_mask_additive_row(mask, b, i);
-    const unsigned char *keep = nw_mask_keep_row(mask, b, i);
+    const nw_mask_row row = nw_mask_row_get(mask, b, i, n);
 
     /* A key counts when it is not masked and not -inf; NaN counts, and so propagates. */
     size_t live = 0;
     double max = -INFINITY;
-    for (size_t j = 0; j < limit; j++) {
-        double v = masked_value(srow, add, keep, excluded, j);
+    for (size_t j = 0; j < row.limit; j++) {
+        double v = masked_value(&row, srow, j);
         if (v == -INFINITY)
             continue;
         live++;
@@ -41,13 +37,13 @@ static void softmax_row(const nw_mask *mask, size_t b, size_t i, size_t n, const
         return;
     }
     double sum = 0.0;
-    for (size_t j = 0; j < limit; j++) {
-        double v = masked_value(srow, add, keep, excluded, j);
+    for (size_t j = 0; j < row.limit; j++) {
+        double v = masked_value(&row, srow, j);
         if (v != -INFINITY)
             sum += exp(v - max);
     }
     for (size_t j = 0; j < n; j++) {
-        double v = j < limit ? masked_value(srow, add, keep, excluded, j) : -INFINITY;
+        double v = masked_value(&row, srow, j);
         wrow[j] = v == -INFINITY ? 0.0f : (float)(exp(v - max) / sum);
     }
     if (lse != NULL)
