@@ -99,11 +99,13 @@ typedef struct nwattn_context nwattn_context;
  *   that the mask hides from every row of a block (causal, valid lengths) are skipped. If the
  *   caller asks for the weights, a second pass writes exp(score - lse) into them.
  * - AUTO picks REFERENCE when a leading dimension does not fit the BLAS integer; for poolings
- *   without a weights output FUSED when n >= 2048, or when the context has more than one
- *   thread (nwattn_context_set_threads) and at least two blocks of 64 query rows; else BLAS.
- *   Measured on a shared 2-core x86-64 with OpenBLAS 0.3.21 (README "Fused path"): the fused
- *   path is slower up to n of about 1-2k (the unfused float softmax and two large sgemms beat
- *   many small tile products) and faster beyond, where the unfused score blocks leave cache.
+ *   without a weights output, FUSED when n >= 32 and d, dv <= 128; else BLAS.
+ *   Measured (benchmarks/fused_vs_unfused, one shared and noisy 2-core x86-64, OpenBLAS
+ *   0.3.21, one thread): with d = dv in 2 .. 128 the fused path took 0.6 - 0.9 times the
+ *   unfused time for m = n from 32 to 8192, and 0.4 - 0.9 for m = 1 or 16 queries over
+ *   64 .. 65536 keys; at m = n = 16 they tie. With d = dv = 256 or 512 the two are within
+ *   about ±30 % either way (the work is GEMM-bound, and the unfused path's two large products
+ *   use the BLAS better), so AUTO stays unfused there. README "Fused path" has the tables.
  * The other primitives (scores, softmax, bmm) have nothing to fuse: FUSED runs them like BLAS.
  * Partial states (nwattn_pool_partial) are computed by the fused tiles under every backend
  * but REFERENCE. */

@@ -74,7 +74,7 @@ static void project(const nw_kernels *kernels, size_t batch, size_t t, size_t ou
 void nw_attention_run(const nw_kernels *kernels, nw_attention_args *a, void *workspace,
                       size_t threads) {
     const nwattn_attention_params *p = a->params;
-    layout f;
+    layout f = {0, 0, 0, 0};
     buffer_floats(a, &f); /* cannot fail: the workspace was sized with it */
     float *q = workspace;
     float *k = q + nw_round_up(f.q * sizeof(float)) / sizeof(float);

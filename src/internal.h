@@ -137,8 +137,10 @@ nwattn_status nw_select_kernels(nwattn_context *ctx, int blas_ok, const nw_kerne
 nwattn_status nw_select_pool_kernels(nwattn_context *ctx, int blas_ok, int n_ok,
                                      const struct nw_pool_args *args, const nw_kernels **out);
 
-/* AUTO pools with the fused kernels from this many keys on (measured: see nwattn.h). */
-#define NW_AUTO_FUSED_MIN_KEYS ((size_t)2048)
+/* AUTO pools with the fused kernels from this many keys on, for rows (d and dv) at most this
+ * wide (measured: see NWATTN_BACKEND_AUTO in nwattn.h). */
+#define NW_AUTO_FUSED_MIN_KEYS ((size_t)32)
+#define NW_AUTO_FUSED_MAX_WIDTH ((size_t)128)
 
 /* Bytes rounded up to a multiple of 64 (cache line, any object type); SIZE_MAX stays. */
 static inline size_t nw_round_up(size_t bytes) {

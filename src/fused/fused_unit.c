@@ -110,12 +110,14 @@ static float mask_row(const nw_mask_row *row, size_t j0, size_t cols, float *s) 
 }
 
 /* One row's online-softmax step for a tile: s becomes exp(s - M'), L and M are updated, and
- * the factor the row's accumulator must be multiplied by is returned. */
+ * the factor the row's accumulator must be multiplied by is returned. Masked keys hold
+ * -INFINITY, whose exponential is exactly 0. The tile's sum goes into eight float partial
+ * sums (no serial dependency chain; at most 256 terms each tile), then into L in double. */
 static float update_row(float *s, size_t cols, float tile_max, float *max, double *sum) {
     const float old = *max;
     const float new_max = tile_max > old ? tile_max : old;
-    double tile_sum = 0.0;
     if (new_max == -INFINITY) { /* nothing live yet: masked keys give 0, NaN stays NaN */
+        double tile_sum = 0.0;
         for (size_t j = 0; j < cols; j++) {
             s[j] = s[j] == -INFINITY ? 0.0f : s[j];
             tile_sum += (double)s[j];
@@ -123,11 +125,21 @@ static float update_row(float *s, size_t cols, float tile_max, float *max, doubl
         *sum += tile_sum;
         return 1.0f;
     }
-    for (size_t j = 0; j < cols; j++) {
-        float e = s[j] == -INFINITY ? 0.0f : expf(s[j] - new_max);
-        s[j] = e;
-        tile_sum += (double)e;
+    float part[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+    size_t j = 0;
+    for (; j + 8 <= cols; j += 8)
+        for (size_t l = 0; l < 8; l++) {
+            float e = expf(s[j + l] - new_max);
+            s[j + l] = e;
+            part[l] += e;
+        }
+    for (; j < cols; j++) {
+        s[j] = expf(s[j] - new_max);
+        part[0] += s[j];
     }
+    double tile_sum = 0.0;
+    for (size_t l = 0; l < 8; l++)
+        tile_sum += (double)part[l];
     const float alpha = old == new_max ? 1.0f : expf(old - new_max); /* old = -inf: 0 */
     *sum = *sum * (double)alpha + tile_sum;
     *max = new_max;
