@@ -32,6 +32,10 @@
  *   centred on the mean key and divided by h, so their error is about
  *   d · 2^-24 · (|q'|^2 + |k'|^2) (Gaussian) and the square root of that (Laplace), where
  *   q' = (q - mean key) / h. Weights then carry that absolute score error as relative error.
+ * - NWATTN_BACKEND_FUSED computes its scores exactly like BLAS (the same products on tiles, the
+ *   same centred expansion); its row sums are kept in double, the accumulator in float, so
+ *   outputs carry about the error of the unfused float W·V product. The tests hold FUSED and
+ *   BLAS to the same bounds against REFERENCE.
  */
 #ifndef NWATTN_H
 #define NWATTN_H
@@ -236,8 +240,9 @@ NWATTN_API nwattn_status nwattn_bmm(nwattn_context *ctx, size_t batch,
 /* ---- Attention pooling ------------------------------------------------------------------- */
 /* O_b = softmax(score(Q_b, K_b) + mask) · V_b in one call.
  * weights (m×n) and lse are optional outputs (NULL to skip): pass weights to draw heatmaps.
- * Without them the m×n weights are formed a block of query rows at a time in the context's
- * working memory. */
+ * Without them the m×n weights never exist as a whole: the unfused path (BLAS, REFERENCE)
+ * forms them a block of query rows at a time in the context's working memory, the fused path
+ * (FUSED, and AUTO for most shapes) a tile at a time. */
 NWATTN_API nwattn_status nwattn_pool(nwattn_context *ctx, const nwattn_score *score,
                                      const nwattn_mask *mask,
                                      size_t batch, size_t m, size_t n, size_t d, size_t dv,
