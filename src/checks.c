@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "checks.h"
+#include "pool.h"
 
 void nw_call_init(nw_call *call, nwattn_context *ctx, size_t batch) {
     memset(call, 0, sizeof *call);
@@ -205,5 +206,15 @@ nwattn_status nw_check_state(nw_call *call, const char *const names[4],
     NW_TRY(add(call, names[0], state->acc, m, dv, state->ld_acc, state->stride_acc));
     NW_TRY(add(call, names[1], state->max, 1, m, ld_stats, state->stride_stats));
     NW_TRY(add(call, names[2], state->sum, 1, m, ld_stats, state->stride_stats));
+    return NWATTN_OK;
+}
+
+nwattn_status nw_check_pool_inputs(nw_call *call, const nw_pool_args *a) {
+    NW_TRY(nw_input(call, "q", a->q, a->m, a->d, a->ldq, a->stride_q));
+    NW_TRY(nw_input(call, "k", a->k, a->n, a->d, a->ldk, a->stride_k));
+    NW_TRY(nw_input(call, "v", a->v, a->n, a->dv, a->ldv, a->stride_v));
+    if (a->score.bandwidths != NULL)
+        NW_TRY(nw_input_array(call, "score.bandwidths", a->score.bandwidths, sizeof(float),
+                              a->d));
     return NWATTN_OK;
 }
