@@ -33,10 +33,11 @@ nwattn_status nw_select_kernels(nwattn_context *ctx, int blas_ok, const nw_kerne
 /* AUTO's choice between the unfused and the fused pooling (the measurements are quoted at
  * NWATTN_BACKEND_AUTO in nwattn.h): fused for rows up to 128 wide and 32 keys or more, where
  * it was faster at every size measured; unfused for wider rows, where both are GEMM-bound and
- * the unfused path's two large products use the BLAS better, and whenever the caller wants
- * the weights, which the unfused path writes anyway. */
+ * the unfused path's two large products use the BLAS better. The choice depends on the shape
+ * only, never on which optional outputs are requested, so asking for the weights or lse does
+ * not change the output by a single bit. */
 static int prefer_fused(const nw_pool_args *a) {
-    return a->w == NULL && a->n >= NW_AUTO_FUSED_MIN_KEYS && a->d <= NW_AUTO_FUSED_MAX_WIDTH &&
+    return a->n >= NW_AUTO_FUSED_MIN_KEYS && a->d <= NW_AUTO_FUSED_MAX_WIDTH &&
            a->dv <= NW_AUTO_FUSED_MAX_WIDTH;
 }
 

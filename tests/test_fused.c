@@ -309,8 +309,8 @@ static void test_average_pool(void **state) {
     }
 }
 
-/* AUTO on both sides of its thresholds (few keys, wide rows, weights wanted), with and without
- * threads, agrees with the reference. */
+/* AUTO on both sides of its thresholds (few keys, wide rows), also with a weights output,
+ * with and without threads, agrees with the reference. */
 static void test_auto(void **state) {
     (void)state;
     at_rng r = {23};
