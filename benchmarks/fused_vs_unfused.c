@@ -6,8 +6,10 @@
  *       m = n in 16 .. 8192, d = dv = 64 (or d), scaled dot product, no mask: the median wall
  *       time of `reps` runs (default 5) of each backend, and their ratio. With m > 0: that many
  *       queries against n = 64 .. 65536 keys (m = 1 is incremental decoding).
- *   fused_vs_unfused single BACKEND m n d dv [threads] [causal]
- *       one call (BACKEND: blas, fused, auto, reference) on random data, with its wall time;
+ *   fused_vs_unfused single BACKEND m n d dv [threads] [causal|weights]
+ *       one call (BACKEND: blas, fused, auto, reference) on random data, with its wall time
+ *       (the first call: it includes allocating the working memory); `weights` also asks for
+ *       the m×n weights, `causal` masks keys after the query;
  *       run it under /usr/bin/time -v for the peak RSS. Inputs and output take
  *       the output line also gives the inputs and output in MiB, and the working memory.
  *
@@ -43,7 +45,7 @@ static float *random_floats(size_t count, uint64_t seed) {
 
 typedef struct problem {
     size_t m, n, d, dv;
-    float *q, *k, *v, *o;
+    float *q, *k, *v, *o, *w; /* w: optional m×n weights output */
     nwattn_mask mask;
 } problem;
 
@@ -57,15 +59,15 @@ static int make(problem *p, size_t m, size_t n, size_t d, size_t dv) {
     return p->q && p->k && p->v && p->o;
 }
 
-static void release(problem *p) { free(p->q), free(p->k), free(p->v), free(p->o); }
+static void release(problem *p) { free(p->q), free(p->k), free(p->v), free(p->o), free(p->w); }
 
 /* One nwattn_pool call; returns seconds, or -1 on error (printed). */
 static double run(nwattn_context *ctx, const problem *p) {
     nwattn_score dot = {NWATTN_SCORE_DOT, (float)(1.0 / sqrt((double)p->d)), 0.0f, NULL};
     double t0 = now();
     nwattn_status st = nwattn_pool(ctx, &dot, &p->mask, 1, p->m, p->n, p->d, p->dv, p->q, p->d,
-                                   0, p->k, p->d, 0, p->v, p->dv, 0, p->o, p->dv, 0, NULL, 0, 0,
-                                   NULL, 0);
+                                   0, p->k, p->d, 0, p->v, p->dv, 0, p->o, p->dv, 0, p->w, p->n,
+                                   0, NULL, 0);
     double t = now() - t0;
     if (st != NWATTN_OK) {
         fprintf(stderr, "nwattn_pool: %s: %s\n", nwattn_status_name(st),
@@ -129,7 +131,8 @@ static int crossover(size_t threads, int reps, size_t d, size_t m_fixed) {
 
 static int single(int argc, char **argv) {
     if (argc < 7) {
-        fprintf(stderr, "usage: %s single BACKEND m n d dv [threads] [causal]\n", argv[0]);
+        fprintf(stderr, "usage: %s single BACKEND m n d dv [threads] [causal|weights]\n",
+                argv[0]);
         return 2;
     }
     const char *names[] = {"auto", "reference", "blas", "fused"};
@@ -145,11 +148,14 @@ static int single(int argc, char **argv) {
     size_t d = strtoull(argv[5], NULL, 10), dv = strtoull(argv[6], NULL, 10);
     size_t threads = argc > 7 ? strtoull(argv[7], NULL, 10) : 1;
     int causal = argc > 8 && strcmp(argv[8], "causal") == 0;
+    int weights = argc > 8 && strcmp(argv[8], "weights") == 0;
     nwattn_context *ctx = context((nwattn_backend)backend, threads);
     problem p;
     if (!ctx || !make(&p, m, n, d, dv))
         return 1;
     p.mask.flags = causal ? NWATTN_MASK_CAUSAL : 0;
+    if (weights && (p.w = malloc(m * n * sizeof(float))) == NULL)
+        return 1;
     double io_mib = (double)(m * d + n * d + n * dv + m * dv) * 4.0 / 1048576.0;
     double t = run(ctx, &p);
     if (t < 0)
@@ -159,7 +165,8 @@ static int single(int argc, char **argv) {
         checksum += p.o[i];
     printf("backend %s m %zu n %zu d %zu dv %zu threads %zu%s: %.3f s, inputs+outputs %.1f MiB, "
            "working memory %.2f MiB, checksum %.6g\n",
-           names[backend], m, n, d, dv, threads, causal ? " causal" : "", t, io_mib,
+           names[backend], m, n, d, dv, threads, causal ? " causal" : weights ? " weights" : "",
+           t, io_mib,
            (double)nwattn_context_workspace_bytes(ctx) / 1048576.0, checksum);
     release(&p);
     nwattn_context_destroy(ctx);
@@ -179,7 +186,7 @@ int main(int argc, char **argv) {
     if (argc >= 2 && strcmp(argv[1], "single") == 0)
         return single(argc, argv);
     fprintf(stderr, "usage: %s crossover [threads] [reps] [d] [m]\n"
-                    "       %s single BACKEND m n d dv [threads] [causal]\n",
+                    "       %s single BACKEND m n d dv [threads] [causal|weights]\n",
             argv[0], argv[0]);
     return 2;
 }
