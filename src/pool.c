@@ -73,7 +73,7 @@ void nw_pool_unfused(const nw_kernels *self, const nw_pool_args *a, void *ws) {
                 size_t lds = w ? a->ldw : (a->n > 0 ? a->n : 1);
                 self->scores(&a->score, rows, a->n, a->d, q + i0 * a->ldq, a->ldq, k, a->ldk, s,
                              lds, scratch);
-                self->softmax(&a->mask, b, i0, rows, a->n, s, lds, s, lds,
+                self->softmax(a->simd, &a->mask, b, i0, rows, a->n, s, lds, s, lds,
                               lse ? lse + i0 : NULL);
                 self->gemm(rows, a->dv, a->n, s, lds, v, a->ldv, o + i0 * a->ldo, a->ldo);
             }

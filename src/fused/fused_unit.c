@@ -36,6 +36,10 @@ static int is_distance(const nw_score *score) {
     return score->kind == NWATTN_SCORE_GAUSSIAN || score->kind == NWATTN_SCORE_LAPLACE;
 }
 
+/* One-dimensional distances are computed directly, (q' - k')^2 row by row in the vector
+ * kernels: no rank-1 product, no expansion, no cancellation. */
+static int is_direct(const nw_pool_args *a) { return is_distance(&a->score) && a->d == 1; }
+
 static void unit_init(unit *u, const nw_fused_plan *plan, size_t index, size_t worker) {
     const nw_pool_args *a = plan->a;
     const size_t item = index / plan->blocks, block = index % plan->blocks;
@@ -81,23 +85,31 @@ static void score_tile(const unit *u, size_t j0, size_t cols, float *s, size_t l
         return;
     default:
         nw_rescale_rows(cols, a->d, k, a->ldk, u->centre, u->inv_h, u->kp, u->knorm);
+        if (is_direct(a)) {
+            const int gaussian = a->score.kind == NWATTN_SCORE_GAUSSIAN;
+            for (size_t r = 0; r < u->rows; r++)
+                a->simd->dist1(gaussian, u->qp[r], u->kp, cols, s + r * lds);
+            return;
+        }
         nw_blas_sgemm(1, u->rows, cols, a->d, -2.0f, u->qp, a->d, u->kp, a->d, 0.0f, s, lds);
         nw_distance_scores(a->score.kind, u->rows, cols, u->qnorm, u->knorm, s, lds);
     }
 }
 
+/* Whether the mask leaves keys j0 .. j0+cols-1 of the row alone. */
+static int row_is_plain(const nw_mask_row *row, size_t j0, size_t cols) {
+    return row->keep == NULL && row->additive == NULL && j0 + cols <= row->limit &&
+           (row->excluded < j0 || row->excluded >= j0 + cols);
+}
+
 /* Replaces a row's scores of keys j0 .. j0+cols-1 by their masked values (-INFINITY where
  * masked, the additive mask added) and returns their maximum (-INFINITY if none is live; NaN
  * never wins a comparison, it propagates through the exponentials instead). */
-static float mask_row(const nw_mask_row *row, size_t j0, size_t cols, float *s) {
+static float mask_row(const nw_simd *simd, const nw_mask_row *row, size_t j0, size_t cols,
+                      float *s) {
     float max = -INFINITY;
-    const int plain = row->keep == NULL && row->additive == NULL && j0 + cols <= row->limit &&
-                      (row->excluded < j0 || row->excluded >= j0 + cols);
-    if (plain) {
-        for (size_t j = 0; j < cols; j++)
-            max = s[j] > max ? s[j] : max;
-        return max;
-    }
+    if (row_is_plain(row, j0, cols))
+        return simd->max(s, cols);
     for (size_t j = 0; j < cols; j++) {
         size_t key = j0 + j;
         float x = key >= row->limit || nw_mask_row_drops(row, key)
@@ -111,9 +123,9 @@ static float mask_row(const nw_mask_row *row, size_t j0, size_t cols, float *s) 
 
 /* One row's online-softmax step for a tile: s becomes exp(s - M'), L and M are updated, and
  * the factor the row's accumulator must be multiplied by is returned. Masked keys hold
- * -INFINITY, whose exponential is exactly 0. The tile's sum goes into eight float partial
- * sums (no serial dependency chain; at most 256 terms each tile), then into L in double. */
-static float update_row(float *s, size_t cols, float tile_max, float *max, double *sum) {
+ * -INFINITY, whose exponential is exactly 0. The vector kernels sum in double. */
+static float update_row(const nw_simd *simd, float *s, size_t cols, float tile_max, float *max,
+                        double *sum) {
     const float old = *max;
     const float new_max = tile_max > old ? tile_max : old;
     if (new_max == -INFINITY) { /* nothing live yet: masked keys give 0, NaN stays NaN */
@@ -125,21 +137,7 @@ static float update_row(float *s, size_t cols, float tile_max, float *max, doubl
         *sum += tile_sum;
         return 1.0f;
     }
-    float part[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
-    size_t j = 0;
-    for (; j + 8 <= cols; j += 8)
-        for (size_t l = 0; l < 8; l++) {
-            float e = expf(s[j + l] - new_max);
-            s[j + l] = e;
-            part[l] += e;
-        }
-    for (; j < cols; j++) {
-        s[j] = expf(s[j] - new_max);
-        part[0] += s[j];
-    }
-    double tile_sum = 0.0;
-    for (size_t l = 0; l < 8; l++)
-        tile_sum += (double)part[l];
+    const double tile_sum = simd->exp_sum(s, cols, new_max);
     const float alpha = old == new_max ? 1.0f : expf(old - new_max); /* old = -inf: 0 */
     *sum = *sum * (double)alpha + tile_sum;
     *max = new_max;
@@ -173,9 +171,8 @@ static void write_weights(const unit *u, const float *lse, size_t keys) {
                 memset(row, 0, cols * sizeof(float));
                 continue;
             }
-            mask_row(&u->mask_rows[r], j0, cols, row);
-            for (size_t j = 0; j < cols; j++)
-                row[j] = row[j] == -INFINITY ? 0.0f : expf(row[j] - lse[r]);
+            mask_row(a->simd, &u->mask_rows[r], j0, cols, row);
+            a->simd->exp_sum(row, cols, lse[r]); /* masked: exp(-inf) = 0 */
         }
     }
 }
@@ -213,18 +210,25 @@ void nw_fused_unit(const nw_fused_plan *plan, size_t index, size_t worker) {
         nw_rescale_rows(u.rows, a->d, u.q, a->ldq, u.centre, u.inv_h, u.qp, u.qnorm);
     }
 
+    /* One value per key in a contiguous column: P·V is a dot product per row, done while the
+     * row is in cache (a one-column sgemm is several times slower than that). */
+    const int dot_values = a->dv == 1 && a->ldv == 1;
     for (size_t j0 = 0; j0 < keys; j0 += u.bn) {
         const size_t cols = min_size(u.bn, keys - j0);
         score_tile(&u, j0, cols, u.s, u.bn);
         for (size_t r = 0; r < u.rows; r++) {
             float *s = u.s + r * u.bn;
-            float tile_max = mask_row(&u.mask_rows[r], j0, cols, s);
-            float alpha = update_row(s, cols, tile_max, &u.max[r], &u.sum[r]);
-            if (alpha != 1.0f)
-                scale_row(u.acc + r * a->ldo, a->dv, alpha);
+            float tile_max = mask_row(a->simd, &u.mask_rows[r], j0, cols, s);
+            float alpha = update_row(a->simd, s, cols, tile_max, &u.max[r], &u.sum[r]);
+            float *acc = u.acc + r * a->ldo;
+            if (dot_values)
+                acc[0] = acc[0] * alpha + a->simd->dot(s, u.v + j0, cols);
+            else if (alpha != 1.0f)
+                scale_row(acc, a->dv, alpha);
         }
-        nw_blas_sgemm(0, u.rows, a->dv, cols, 1.0f, u.s, u.bn, u.v + j0 * a->ldv, a->ldv, 1.0f,
-                      u.acc, a->ldo);
+        if (!dot_values)
+            nw_blas_sgemm(0, u.rows, a->dv, cols, 1.0f, u.s, u.bn, u.v + j0 * a->ldv, a->ldv,
+                          1.0f, u.acc, a->ldo);
     }
 
     if (plan->partial) {

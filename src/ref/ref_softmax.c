@@ -50,8 +50,9 @@ static void softmax_row(const nw_mask *mask, size_t b, size_t i, size_t n, const
         *lse = (float)(max + log(sum));
 }
 
-void nw_ref_softmax(const nw_mask *mask, size_t b, size_t i0, size_t rows, size_t n,
-                    const float *s, size_t lds, float *w, size_t ldw, float *lse) {
+void nw_ref_softmax(const nw_simd *simd, const nw_mask *mask, size_t b, size_t i0, size_t rows,
+                    size_t n, const float *s, size_t lds, float *w, size_t ldw, float *lse) {
+    (void)simd; /* double precision throughout */
     for (size_t r = 0; r < rows; r++)
         softmax_row(mask, b, i0 + r, n, s + r * lds, w + r * ldw, lse ? lse + r : NULL);
 }

@@ -1,0 +1,148 @@
+/* The AVX2 + FMA vector kernels, eight floats at a time. This file alone is compiled with
+ * -mavx2 -mfma; nw_simd_select hands its table out only on CPUs that have both. The
+ * exponential is the generic one's algorithm (see simd.h), with fused multiply-adds. */
+#include <immintrin.h>
+#include <math.h>
+#include <stdint.h>
+
+#include "simd.h"
+#include "vexp_constants.h"
+
+static inline __m256 exp8(__m256 x) {
+    const __m256 nan = _mm256_cmp_ps(x, x, _CMP_UNORD_Q);
+    __m256 xc = _mm256_max_ps(x, _mm256_set1_ps(NW_VEXP_LO)); /* NaN gives NW_VEXP_LO */
+    xc = _mm256_min_ps(xc, _mm256_set1_ps(NW_VEXP_HI));
+    const __m256 n = _mm256_round_ps(_mm256_mul_ps(xc, _mm256_set1_ps(NW_VEXP_LOG2E)),
+                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(NW_VEXP_C1), xc);
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(NW_VEXP_C2), r);
+    __m256 p = _mm256_set1_ps(NW_VEXP_P0);
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(NW_VEXP_P1));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(NW_VEXP_P2));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(NW_VEXP_P3));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(NW_VEXP_P4));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(NW_VEXP_P5));
+    p = _mm256_add_ps(_mm256_fmadd_ps(p, _mm256_mul_ps(r, r), r), _mm256_set1_ps(1.0f));
+    /* 2^n = 2^e1 · 2^e2 with e1 = n >> 1, both factors normal for n in -151 .. 128. */
+    const __m256i e = _mm256_cvtps_epi32(n);
+    const __m256i e1 = _mm256_srai_epi32(e, 1), e2 = _mm256_sub_epi32(e, e1);
+    const __m256i bias = _mm256_set1_epi32(127);
+    const __m256 s1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(e1, bias), 23));
+    const __m256 s2 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(e2, bias), 23));
+    const __m256 y = _mm256_mul_ps(_mm256_mul_ps(p, s1), s2);
+    return _mm256_blendv_ps(y, x, nan);
+}
+
+/* Lanes j < count of a partial vector: a mask for maskload/maskstore. */
+static inline __m256i tail_mask(size_t count) {
+    const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)count), lanes);
+}
+
+static inline __m256d add_widened(__m256d sum, __m256 v) {
+    sum = _mm256_add_pd(sum, _mm256_cvtps_pd(_mm256_castps256_ps128(v)));
+    return _mm256_add_pd(sum, _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)));
+}
+
+static inline double hsum_pd(__m256d v) {
+    __m128d s = _mm_add_pd(_mm256_castpd256_pd128(v), _mm256_extractf128_pd(v, 1));
+    return _mm_cvtsd_f64(_mm_add_sd(s, _mm_unpackhi_pd(s, s)));
+}
+
+static inline float hsum_ps(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
+}
+
+static inline float hmax_ps(__m256 v) {
+    __m128 s = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_max_ps(s, _mm_movehl_ps(s, s));
+    return _mm_cvtss_f32(_mm_max_ss(s, _mm_movehdup_ps(s)));
+}
+
+static double exp_sum(float *x, size_t n, float shift) {
+    const __m256 sh = _mm256_set1_ps(shift);
+    __m256d sum0 = _mm256_setzero_pd(), sum1 = _mm256_setzero_pd();
+    size_t j = 0;
+    for (; j + 16 <= n; j += 16) {
+        __m256 a = exp8(_mm256_sub_ps(_mm256_loadu_ps(x + j), sh));
+        __m256 b = exp8(_mm256_sub_ps(_mm256_loadu_ps(x + j + 8), sh));
+        _mm256_storeu_ps(x + j, a);
+        _mm256_storeu_ps(x + j + 8, b);
+        sum0 = add_widened(sum0, a);
+        sum1 = add_widened(sum1, b);
+    }
+    for (; j < n; j += 8) {
+        const __m256i mask = tail_mask(n - j);
+        /* Masked-off lanes load 0, whose exponential is never stored; zero them for the sum. */
+        __m256 a = exp8(_mm256_sub_ps(_mm256_maskload_ps(x + j, mask), sh));
+        a = _mm256_and_ps(a, _mm256_castsi256_ps(mask));
+        _mm256_maskstore_ps(x + j, mask, a);
+        sum0 = add_widened(sum0, a);
+    }
+    return hsum_pd(_mm256_add_pd(sum0, sum1));
+}
+
+/* max_ps(v, m) returns m when v is NaN: NaN never wins, as in the scalar loops. */
+static float max(const float *x, size_t n) {
+    __m256 m0 = _mm256_set1_ps(-INFINITY), m1 = m0;
+    size_t j = 0;
+    for (; j + 16 <= n; j += 16) {
+        m0 = _mm256_max_ps(_mm256_loadu_ps(x + j), m0);
+        m1 = _mm256_max_ps(_mm256_loadu_ps(x + j + 8), m1);
+    }
+    float m = hmax_ps(_mm256_max_ps(m0, m1));
+    for (; j < n; j++)
+        m = x[j] > m ? x[j] : m;
+    return m;
+}
+
+static float dist1(int gaussian, float u, const float *k, size_t n, float *s) {
+    const __m256 uu = _mm256_set1_ps(u), half = _mm256_set1_ps(-0.5f);
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    __m256 m0 = _mm256_set1_ps(-INFINITY), m1 = m0;
+    size_t j = 0;
+    for (; j + 16 <= n; j += 16) {
+        __m256 t0 = _mm256_sub_ps(uu, _mm256_loadu_ps(k + j));
+        __m256 t1 = _mm256_sub_ps(uu, _mm256_loadu_ps(k + j + 8));
+        if (gaussian) {
+            t0 = _mm256_mul_ps(half, _mm256_mul_ps(t0, t0));
+            t1 = _mm256_mul_ps(half, _mm256_mul_ps(t1, t1));
+        } else { /* -|t|: set the sign bit */
+            t0 = _mm256_or_ps(t0, sign);
+            t1 = _mm256_or_ps(t1, sign);
+        }
+        _mm256_storeu_ps(s + j, t0);
+        _mm256_storeu_ps(s + j + 8, t1);
+        m0 = _mm256_max_ps(t0, m0);
+        m1 = _mm256_max_ps(t1, m1);
+    }
+    float m = hmax_ps(_mm256_max_ps(m0, m1));
+    for (; j < n; j++) {
+        float t = u - k[j];
+        float v = gaussian ? -0.5f * (t * t) : -fabsf(t);
+        s[j] = v;
+        m = v > m ? v : m;
+    }
+    return m;
+}
+
+static float dot(const float *x, const float *y, size_t n) {
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    size_t j = 0;
+    for (; j + 32 <= n; j += 32) {
+        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(x + j), _mm256_loadu_ps(y + j), a0);
+        a1 = _mm256_fmadd_ps(_mm256_loadu_ps(x + j + 8), _mm256_loadu_ps(y + j + 8), a1);
+        a2 = _mm256_fmadd_ps(_mm256_loadu_ps(x + j + 16), _mm256_loadu_ps(y + j + 16), a2);
+        a3 = _mm256_fmadd_ps(_mm256_loadu_ps(x + j + 24), _mm256_loadu_ps(y + j + 24), a3);
+    }
+    for (; j + 8 <= n; j += 8)
+        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(x + j), _mm256_loadu_ps(y + j), a0);
+    float sum = hsum_ps(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
+    for (; j < n; j++)
+        sum += x[j] * y[j];
+    return sum;
+}
+
+const nw_simd nw_simd_avx2 = {"avx2", exp_sum, max, dist1, dot};
