@@ -24,14 +24,18 @@ static uint32_t to_bits(float x) {
     return bits;
 }
 
-/* The tables to test: the generic one always, AVX2 where the CPU has it. */
-static size_t tables(const nw_simd *out[2]) {
+/* The tables to test, slowest first: the generic one always, AVX2 and AVX-512 where the CPU
+ * has them. */
+#define MAX_TABLES 3
+static size_t tables(const nw_simd *out[MAX_TABLES]) {
     size_t count = 0;
     out[count++] = &nw_simd_generic;
-#if NWATTN_HAVE_AVX2_KERNELS
+#if NWATTN_HAVE_X86_KERNELS
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
         out[count++] = &nw_simd_avx2;
+    if (__builtin_cpu_supports("avx512f"))
+        out[count++] = &nw_simd_avx512;
 #endif
     return count;
 }
@@ -112,7 +116,7 @@ static sweep sweep_exp(const nw_simd *table, uint64_t step) {
 
 static void test_exp_ulp(void **state) {
     (void)state;
-    const nw_simd *t[2];
+    const nw_simd *t[MAX_TABLES];
     size_t count = tables(t);
     const char *exhaustive = getenv("NWATTN_TEST_EXHAUSTIVE");
     const uint64_t step = exhaustive && *exhaustive && *exhaustive != '0' ? 1 : 1021;
@@ -127,7 +131,7 @@ static void test_exp_ulp(void **state) {
 
 static void test_exp_special(void **state) {
     (void)state;
-    const nw_simd *t[2];
+    const nw_simd *t[MAX_TABLES];
     size_t count = tables(t);
     for (size_t i = 0; i < count; i++) {
         /* 19 entries: every lane position of a vector and a tail. */
@@ -168,7 +172,7 @@ static void test_exp_special(void **state) {
  * entries beyond n are never touched. */
 static void test_exp_sum_lengths(void **state) {
     (void)state;
-    const nw_simd *t[2];
+    const nw_simd *t[MAX_TABLES];
     size_t count = tables(t);
     tu_rng rng;
     tu_rng_seed(&rng, 7);
@@ -191,9 +195,51 @@ static void test_exp_sum_lengths(void **state) {
         }
 }
 
+/* The one-pass softmax step: the sum and weighted sum of exp(x - shift) against double loops,
+ * x untouched, -inf entries contributing exactly nothing, NaN propagating. */
+static void test_exp_sum_dot(void **state) {
+    (void)state;
+    const nw_simd *t[MAX_TABLES];
+    size_t count = tables(t);
+    tu_rng rng;
+    tu_rng_seed(&rng, 9);
+    for (size_t i = 0; i < count; i++)
+        for (size_t n = 0; n <= 300; n += (n < 70 ? 1 : 23)) {
+            float x[300], x0[300], v[300];
+            for (size_t j = 0; j < n; j++) {
+                x[j] = tu_rng_below(&rng, 6) == 0 ? -INFINITY : tu_rng_range(&rng, -20.0f, 1.0f);
+                v[j] = tu_rng_range(&rng, -1.0f, 1.0f);
+            }
+            memcpy(x0, x, sizeof x);
+            const float shift = 1.0f;
+            double want_sum = 0.0, want_dot = 0.0, bound = 0.0;
+            for (size_t j = 0; j < n; j++) {
+                double e = exp((double)x[j] - shift);
+                want_sum += e;
+                want_dot += e * v[j];
+                bound += e * fabs((double)v[j]);
+            }
+            float dot = 42.0f;
+            float sum = t[i]->exp_sum_dot(x, n, shift, v, &dot);
+            assert_memory_equal(x, x0, n * sizeof(float));
+            /* exp within 2 ulp, then float sums of at most n terms */
+            const double rel = (NW_VEXP_MAX_ULP + (double)n + 2) * TU_U;
+            assert_true(fabs((double)sum - want_sum) <= rel * want_sum + 1e-30);
+            assert_true(fabs((double)dot - want_dot) <= rel * bound + 1e-30);
+        }
+    for (size_t i = 0; i < count; i++) {
+        float x[19], v[19], dot;
+        for (size_t j = 0; j < 19; j++)
+            x[j] = -INFINITY, v[j] = 1.0f;
+        assert_true(t[i]->exp_sum_dot(x, 19, 0.0f, v, &dot) == 0.0f && dot == 0.0f);
+        x[17] = NAN;
+        assert_true(isnan(t[i]->exp_sum_dot(x, 19, 0.0f, v, &dot)) && isnan(dot));
+    }
+}
+
 static void test_max(void **state) {
     (void)state;
-    const nw_simd *t[2];
+    const nw_simd *t[MAX_TABLES];
     size_t count = tables(t);
     tu_rng rng;
     tu_rng_seed(&rng, 11);
@@ -224,7 +270,7 @@ static void test_max(void **state) {
 
 static void test_dist1(void **state) {
     (void)state;
-    const nw_simd *t[2];
+    const nw_simd *t[MAX_TABLES];
     size_t count = tables(t);
     tu_rng rng;
     tu_rng_seed(&rng, 13);
@@ -255,7 +301,7 @@ static void test_dist1(void **state) {
 
 static void test_dot(void **state) {
     (void)state;
-    const nw_simd *t[2];
+    const nw_simd *t[MAX_TABLES];
     size_t count = tables(t);
     tu_rng rng;
     tu_rng_seed(&rng, 17);
@@ -277,7 +323,7 @@ static void test_dot(void **state) {
 static void test_select(void **state) {
     (void)state;
     const nw_simd *chosen = nw_simd_select();
-    const nw_simd *t[2];
+    const nw_simd *t[MAX_TABLES];
     size_t count = tables(t);
     assert_ptr_equal(chosen, t[count - 1]); /* the fastest this CPU runs */
     printf("selected: %s\n", chosen->name);
@@ -286,7 +332,8 @@ static void test_select(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_exp_ulp),        cmocka_unit_test(test_exp_special),
-        cmocka_unit_test(test_exp_sum_lengths), cmocka_unit_test(test_max),
+        cmocka_unit_test(test_exp_sum_lengths), cmocka_unit_test(test_exp_sum_dot),
+        cmocka_unit_test(test_max),
         cmocka_unit_test(test_dist1),          cmocka_unit_test(test_dot),
         cmocka_unit_test(test_select),
     };

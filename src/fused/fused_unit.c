@@ -43,6 +43,7 @@ static int is_direct(const nw_pool_args *a) { return is_distance(&a->score) && a
 static void unit_init(unit *u, const nw_fused_plan *plan, size_t index, size_t worker) {
     const nw_pool_args *a = plan->a;
     const size_t item = index / plan->blocks, block = index % plan->blocks;
+    *u = (unit){0};
     u->a = a;
     u->b = item / a->heads;
     u->h = item % a->heads;
@@ -70,8 +71,17 @@ static void unit_init(unit *u, const nw_fused_plan *plan, size_t index, size_t w
     }
 }
 
-/* Scores of the unit's rows against keys j0 .. j0+cols-1 into s (pitch lds). */
-static void score_tile(const unit *u, size_t j0, size_t cols, float *s, size_t lds) {
+/* Direct distances of row r against the tile's keys prepared in u->kp; returns their max. */
+static float direct_row(const unit *u, size_t r, size_t cols, float *s) {
+    const int gaussian = u->a->score.kind == NWATTN_SCORE_GAUSSIAN;
+    return u->a->simd->dist1(gaussian, u->qp[r], u->kp, cols, s);
+}
+
+/* Scores of the unit's rows against keys j0 .. j0+cols-1 into s (pitch lds). With direct
+ * distances and rows_too == 0 only the keys are prepared: the rows are scored one at a time
+ * by direct_row, while they are in cache. */
+static void score_tile(const unit *u, size_t j0, size_t cols, float *s, size_t lds,
+                       int rows_too) {
     const nw_pool_args *a = u->a;
     const float *k = u->k + j0 * a->ldk;
     switch ((int)a->score.kind) {
@@ -86,9 +96,8 @@ static void score_tile(const unit *u, size_t j0, size_t cols, float *s, size_t l
     default:
         nw_rescale_rows(cols, a->d, k, a->ldk, u->centre, u->inv_h, u->kp, u->knorm);
         if (is_direct(a)) {
-            const int gaussian = a->score.kind == NWATTN_SCORE_GAUSSIAN;
-            for (size_t r = 0; r < u->rows; r++)
-                a->simd->dist1(gaussian, u->qp[r], u->kp, cols, s + r * lds);
+            for (size_t r = 0; rows_too && r < u->rows; r++)
+                direct_row(u, r, cols, s + r * lds);
             return;
         }
         nw_blas_sgemm(1, u->rows, cols, a->d, -2.0f, u->qp, a->d, u->kp, a->d, 0.0f, s, lds);
@@ -149,6 +158,42 @@ static void scale_row(float *x, size_t count, float factor) {
         x[j] *= factor;
 }
 
+/* Row r's step for keys j0 .. j0+cols-1: mask its scores, update M and L, and rescale its
+ * accumulator. With dot_values (one contiguous value per key) the row's weighted sum is
+ * added here too, in the same pass as its exponentials; otherwise the exponentials stay in
+ * s for the tile's P·V product. */
+static void row_step(const unit *u, size_t r, size_t j0, size_t cols, int direct,
+                     int dot_values) {
+    const nw_pool_args *a = u->a;
+    const nw_mask_row *mask = &u->mask_rows[r];
+    float *s = u->s + r * u->bn;
+    float tile_max;
+    if (direct) {
+        tile_max = direct_row(u, r, cols, s);
+        if (!row_is_plain(mask, j0, cols))
+            tile_max = mask_row(a->simd, mask, j0, cols, s);
+    } else {
+        tile_max = mask_row(a->simd, mask, j0, cols, s);
+    }
+    float *acc = u->acc + r * a->ldo;
+    const float old = u->max[r];
+    const float new_max = tile_max > old ? tile_max : old;
+    if (dot_values && new_max != -INFINITY) {
+        float dot;
+        const float tile_sum = a->simd->exp_sum_dot(s, cols, new_max, u->v + j0, &dot);
+        const float alpha = old == new_max ? 1.0f : expf(old - new_max); /* old = -inf: 0 */
+        u->sum[r] = u->sum[r] * (double)alpha + (double)tile_sum;
+        u->max[r] = new_max;
+        acc[0] = acc[0] * alpha + dot;
+        return;
+    }
+    const float alpha = update_row(a->simd, s, cols, tile_max, &u->max[r], &u->sum[r]);
+    if (dot_values)
+        acc[0] = acc[0] * alpha + a->simd->dot(s, u->v + j0, cols);
+    else if (alpha != 1.0f)
+        scale_row(acc, a->dv, alpha);
+}
+
 /* Keys at or beyond the largest row limit are masked for every row of the unit. */
 static size_t live_keys(const unit *u) {
     size_t limit = 0;
@@ -164,7 +209,7 @@ static void write_weights(const unit *u, const float *lse, size_t keys) {
     for (size_t j0 = 0; j0 < a->n; j0 += u->bn) {
         size_t cols = min_size(u->bn, a->n - j0);
         if (j0 < keys)
-            score_tile(u, j0, cols, w + j0, a->ldw);
+            score_tile(u, j0, cols, w + j0, a->ldw, 1);
         for (size_t r = 0; r < u->rows; r++) {
             float *row = w + r * a->ldw + j0;
             if (j0 >= keys || lse[r] == -INFINITY) {
@@ -213,19 +258,12 @@ void nw_fused_unit(const nw_fused_plan *plan, size_t index, size_t worker) {
     /* One value per key in a contiguous column: P·V is a dot product per row, done while the
      * row is in cache (a one-column sgemm is several times slower than that). */
     const int dot_values = a->dv == 1 && a->ldv == 1;
+    const int direct = is_direct(a);
     for (size_t j0 = 0; j0 < keys; j0 += u.bn) {
         const size_t cols = min_size(u.bn, keys - j0);
-        score_tile(&u, j0, cols, u.s, u.bn);
-        for (size_t r = 0; r < u.rows; r++) {
-            float *s = u.s + r * u.bn;
-            float tile_max = mask_row(a->simd, &u.mask_rows[r], j0, cols, s);
-            float alpha = update_row(a->simd, s, cols, tile_max, &u.max[r], &u.sum[r]);
-            float *acc = u.acc + r * a->ldo;
-            if (dot_values)
-                acc[0] = acc[0] * alpha + a->simd->dot(s, u.v + j0, cols);
-            else if (alpha != 1.0f)
-                scale_row(acc, a->dv, alpha);
-        }
+        score_tile(&u, j0, cols, u.s, u.bn, 0);
+        for (size_t r = 0; r < u.rows; r++)
+            row_step(&u, r, j0, cols, direct, dot_values);
         if (!dot_values)
             nw_blas_sgemm(0, u.rows, a->dv, cols, 1.0f, u.s, u.bn, u.v + j0 * a->ldv, a->ldv,
                           1.0f, u.acc, a->ldo);

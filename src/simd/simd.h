@@ -19,10 +19,14 @@
 #define NW_VEXP_MAX_ULP 2
 
 typedef struct nw_simd {
-    const char *name; /* "avx2" or "generic" */
+    const char *name; /* "avx512", "avx2" or "generic" */
     /* x[j] = exp(x[j] - shift) in place; returns the sum of the results, accumulated in
      * double. -INFINITY entries become exactly 0, NaN stays NaN. */
     double (*exp_sum)(float *x, size_t n, float shift);
+    /* sum_j exp(x[j] - shift) and *dot = sum_j exp(x[j] - shift) v[j], x left as it is:
+     * softmax and weighted sum of a row with one value per key, in one pass. Accumulated in
+     * float lanes: meant for rows of a tile (a few hundred keys), not whole rows of 10^5. */
+    float (*exp_sum_dot)(const float *x, size_t n, float shift, const float *v, float *dot);
     /* The largest of x[0 .. n-1], ignoring NaN; -INFINITY for n == 0 or an all-NaN row. */
     float (*max)(const float *x, size_t n);
     /* Direct one-dimensional distance scores, s[j] = -(u - k[j])^2 / 2 (gaussian) or
@@ -34,9 +38,11 @@ typedef struct nw_simd {
 
 /* Portable C, for every CPU. */
 extern const nw_simd nw_simd_generic;
-#if NWATTN_HAVE_AVX2_KERNELS
+#if NWATTN_HAVE_X86_KERNELS
 /* AVX2 + FMA (x86-64 since Haswell / Zen): only for CPUs that have both. */
 extern const nw_simd nw_simd_avx2;
+/* AVX-512F (Skylake-SP, Zen 4 and later): only where the CPU and the OS support it. */
+extern const nw_simd nw_simd_avx512;
 #endif
 
 /* The fastest table this CPU runs. */

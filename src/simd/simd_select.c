@@ -2,8 +2,10 @@
 #include "simd.h"
 
 const nw_simd *nw_simd_select(void) {
-#if NWATTN_HAVE_AVX2_KERNELS
+#if NWATTN_HAVE_X86_KERNELS
     __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f"))
+        return &nw_simd_avx512;
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
         return &nw_simd_avx2;
 #endif

@@ -9,9 +9,10 @@
 #include "vexp_constants.h"
 
 static inline __m256 exp8(__m256 x) {
-    const __m256 nan = _mm256_cmp_ps(x, x, _CMP_UNORD_Q);
-    __m256 xc = _mm256_max_ps(x, _mm256_set1_ps(NW_VEXP_LO)); /* NaN gives NW_VEXP_LO */
-    xc = _mm256_min_ps(xc, _mm256_set1_ps(NW_VEXP_HI));
+    /* max/min return their second operand if either is NaN: NaN stays NaN, and every step
+     * below keeps it (a NaN times any scale factor is NaN). */
+    __m256 xc = _mm256_max_ps(_mm256_set1_ps(NW_VEXP_LO), x);
+    xc = _mm256_min_ps(_mm256_set1_ps(NW_VEXP_HI), xc);
     const __m256 n = _mm256_round_ps(_mm256_mul_ps(xc, _mm256_set1_ps(NW_VEXP_LOG2E)),
                                      _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(NW_VEXP_C1), xc);
@@ -29,8 +30,7 @@ static inline __m256 exp8(__m256 x) {
     const __m256i bias = _mm256_set1_epi32(127);
     const __m256 s1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(e1, bias), 23));
     const __m256 s2 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(e2, bias), 23));
-    const __m256 y = _mm256_mul_ps(_mm256_mul_ps(p, s1), s2);
-    return _mm256_blendv_ps(y, x, nan);
+    return _mm256_mul_ps(_mm256_mul_ps(p, s1), s2);
 }
 
 /* Lanes j < count of a partial vector: a mask for maskload/maskstore. */
@@ -82,6 +82,29 @@ static double exp_sum(float *x, size_t n, float shift) {
         sum0 = add_widened(sum0, a);
     }
     return hsum_pd(_mm256_add_pd(sum0, sum1));
+}
+
+static float exp_sum_dot(const float *x, size_t n, float shift, const float *v, float *dot) {
+    const __m256 sh = _mm256_set1_ps(shift);
+    __m256 s0 = _mm256_setzero_ps(), s1 = s0, a0 = s0, a1 = s0;
+    size_t j = 0;
+    for (; j + 16 <= n; j += 16) {
+        __m256 e0 = exp8(_mm256_sub_ps(_mm256_loadu_ps(x + j), sh));
+        __m256 e1 = exp8(_mm256_sub_ps(_mm256_loadu_ps(x + j + 8), sh));
+        s0 = _mm256_add_ps(s0, e0);
+        s1 = _mm256_add_ps(s1, e1);
+        a0 = _mm256_fmadd_ps(e0, _mm256_loadu_ps(v + j), a0);
+        a1 = _mm256_fmadd_ps(e1, _mm256_loadu_ps(v + j + 8), a1);
+    }
+    for (; j < n; j += 8) {
+        const __m256i mask = tail_mask(n - j);
+        __m256 e = exp8(_mm256_sub_ps(_mm256_maskload_ps(x + j, mask), sh));
+        e = _mm256_and_ps(e, _mm256_castsi256_ps(mask));
+        s0 = _mm256_add_ps(s0, e);
+        a0 = _mm256_fmadd_ps(e, _mm256_maskload_ps(v + j, mask), a0);
+    }
+    *dot = hsum_ps(_mm256_add_ps(a0, a1));
+    return hsum_ps(_mm256_add_ps(s0, s1));
 }
 
 /* max_ps(v, m) returns m when v is NaN: NaN never wins, as in the scalar loops. */
@@ -145,4 +168,4 @@ static float dot(const float *x, const float *y, size_t n) {
     return sum;
 }
 
-const nw_simd nw_simd_avx2 = {"avx2", exp_sum, max, dist1, dot};
+const nw_simd nw_simd_avx2 = {"avx2", exp_sum, exp_sum_dot, max, dist1, dot};
