@@ -120,6 +120,7 @@ static const bmm_shape shapes[] = {
     {3, 6, 5, 4, 2, 0, 1, 1, 0},    /* both broadcast */
     {6, 5, 7, 3, 2, 0, 0, 0, 1},    /* tight output stride */
     {50, 3, 5, 7, 1, 2, 0, 0, 0},   /* batch 50 */
+    {50, 40, 41, 64, 1, 3, 0, 0, 0}, /* enough work to spread over worker threads */
     {2, 65, 33, 130, 3, 1, 0, 0, 0},
     {1, 2, 3, 1500, 0, 0, 0, 0, 0}, /* long inner dimension */
     {1, 1100, 3, 4, 1, 0, 0, 0, 0}, /* many rows */
