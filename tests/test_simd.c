@@ -155,6 +155,10 @@ static void test_exp_special(void **state) {
         assert_int_equal(to_bits(y[15]), 0u);
         assert_int_equal(to_bits(y[18]), 0u);
         assert_true(isnan(sum));
+        memcpy(y, x, sizeof x);
+        assert_true(isnan(t[i]->exp_sumf(y, 19, 0.0f)));
+        assert_int_equal(to_bits(y[0]), 0u);
+        assert_true(isnan(y[2]) && isinf(y[1]));
         /* Masked keys under a shift: -inf - shift is -inf, exactly 0 again. */
         float z[11] = {-INFINITY, 3.0f, -INFINITY, 2.0f, -INFINITY, -INFINITY, -INFINITY,
                        -INFINITY, 1.0f, -INFINITY, -INFINITY};
@@ -192,6 +196,13 @@ static void test_exp_sum_lengths(void **state) {
             assert_true(fabs(sum - want) <= 1e-12 * (want + 1e-30));
             assert_int_equal(to_bits(y[n]), to_bits(x[n]));
             assert_int_equal(to_bits(y[n + 1]), to_bits(x[n + 1]));
+            /* The float-lane variant: the same exponentials, a float sum of n terms. */
+            float z[72];
+            memcpy(z, x, sizeof x);
+            float sumf = t[i]->exp_sumf(z, n, shift);
+            assert_memory_equal(z, y, n * sizeof(float));
+            assert_true(fabs((double)sumf - want) <= (double)(n + 1) * TU_U * want + 1e-30);
+            assert_int_equal(to_bits(z[n]), to_bits(x[n]));
         }
 }
 

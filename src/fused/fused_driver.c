@@ -43,6 +43,8 @@ void nw_fused_plan_init(nw_fused_plan *plan, const nw_pool_args *a, int partial)
              add_piece(&total, bm, sizeof(nw_mask_row)) && /* mask rows */
              add_piece(&total, bm, sizeof(float)) &&             /* running max */
              add_piece(&total, bm, sizeof(double));              /* running sum */
+    if (ok && a->score.kind == NWATTN_SCORE_DOT)
+        ok = add_piece(&total, krows, sizeof(float)); /* the key tile transposed */
     if (ok && a->score.kind != NWATTN_SCORE_DOT && a->score.kind != NW_SCORE_ZERO)
         ok = add_piece(&total, qrows, sizeof(float)) && add_piece(&total, bm, sizeof(float)) &&
              add_piece(&total, krows, sizeof(float)) && add_piece(&total, bn, sizeof(float)) &&

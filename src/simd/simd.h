@@ -23,6 +23,9 @@ typedef struct nw_simd {
     /* x[j] = exp(x[j] - shift) in place; returns the sum of the results, accumulated in
      * double. -INFINITY entries become exactly 0, NaN stays NaN. */
     double (*exp_sum)(float *x, size_t n, float shift);
+    /* The same with the sum accumulated in float lanes: for the rows of a tile (a few hundred
+     * keys), where the double accumulation would cost more than the exponentials. */
+    float (*exp_sumf)(float *x, size_t n, float shift);
     /* sum_j exp(x[j] - shift) and *dot = sum_j exp(x[j] - shift) v[j], x left as it is:
      * softmax and weighted sum of a row with one value per key, in one pass. Accumulated in
      * float lanes: meant for rows of a tile (a few hundred keys), not whole rows of 10^5. */

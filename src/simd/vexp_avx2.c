@@ -84,6 +84,28 @@ static double exp_sum(float *x, size_t n, float shift) {
     return hsum_pd(_mm256_add_pd(sum0, sum1));
 }
 
+static float exp_sumf(float *x, size_t n, float shift) {
+    const __m256 sh = _mm256_set1_ps(shift);
+    __m256 s0 = _mm256_setzero_ps(), s1 = s0;
+    size_t j = 0;
+    for (; j + 16 <= n; j += 16) {
+        __m256 a = exp8(_mm256_sub_ps(_mm256_loadu_ps(x + j), sh));
+        __m256 b = exp8(_mm256_sub_ps(_mm256_loadu_ps(x + j + 8), sh));
+        _mm256_storeu_ps(x + j, a);
+        _mm256_storeu_ps(x + j + 8, b);
+        s0 = _mm256_add_ps(s0, a);
+        s1 = _mm256_add_ps(s1, b);
+    }
+    for (; j < n; j += 8) {
+        const __m256i mask = tail_mask(n - j);
+        __m256 a = exp8(_mm256_sub_ps(_mm256_maskload_ps(x + j, mask), sh));
+        a = _mm256_and_ps(a, _mm256_castsi256_ps(mask));
+        _mm256_maskstore_ps(x + j, mask, a);
+        s0 = _mm256_add_ps(s0, a);
+    }
+    return hsum_ps(_mm256_add_ps(s0, s1));
+}
+
 static float exp_sum_dot(const float *x, size_t n, float shift, const float *v, float *dot) {
     const __m256 sh = _mm256_set1_ps(shift);
     __m256 s0 = _mm256_setzero_ps(), s1 = s0, a0 = s0, a1 = s0;
@@ -168,4 +190,4 @@ static float dot(const float *x, const float *y, size_t n) {
     return sum;
 }
 
-const nw_simd nw_simd_avx2 = {"avx2", exp_sum, exp_sum_dot, max, dist1, dot};
+const nw_simd nw_simd_avx2 = {"avx2", exp_sum, exp_sumf, exp_sum_dot, max, dist1, dot};

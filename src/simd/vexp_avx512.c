@@ -60,6 +60,28 @@ static double exp_sum(float *x, size_t n, float shift) {
     return _mm512_reduce_add_pd(_mm512_add_pd(sum0, sum1));
 }
 
+static float exp_sumf(float *x, size_t n, float shift) {
+    const __m512 sh = _mm512_set1_ps(shift);
+    __m512 s0 = _mm512_setzero_ps(), s1 = s0;
+    size_t j = 0;
+    for (; j + 32 <= n; j += 32) {
+        __m512 a = exp16(_mm512_sub_ps(_mm512_loadu_ps(x + j), sh));
+        __m512 b = exp16(_mm512_sub_ps(_mm512_loadu_ps(x + j + 16), sh));
+        _mm512_storeu_ps(x + j, a);
+        _mm512_storeu_ps(x + j + 16, b);
+        s0 = _mm512_add_ps(s0, a);
+        s1 = _mm512_add_ps(s1, b);
+    }
+    for (; j < n; j += 16) {
+        const __mmask16 mask = tail_mask(n - j);
+        __m512 a = exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(mask, x + j), sh));
+        a = _mm512_maskz_mov_ps(mask, a);
+        _mm512_mask_storeu_ps(x + j, mask, a);
+        s0 = _mm512_add_ps(s0, a);
+    }
+    return _mm512_reduce_add_ps(_mm512_add_ps(s0, s1));
+}
+
 static float exp_sum_dot(const float *x, size_t n, float shift, const float *v, float *dot) {
     const __m512 sh = _mm512_set1_ps(shift);
     __m512 s0 = _mm512_setzero_ps(), s1 = s0, a0 = s0, a1 = s0;
@@ -144,4 +166,4 @@ static float dot(const float *x, const float *y, size_t n) {
     return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
 }
 
-const nw_simd nw_simd_avx512 = {"avx512", exp_sum, exp_sum_dot, max, dist1, dot};
+const nw_simd nw_simd_avx512 = {"avx512", exp_sum, exp_sumf, exp_sum_dot, max, dist1, dot};

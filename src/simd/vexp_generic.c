@@ -45,6 +45,22 @@ static double exp_sum(float *x, size_t n, float shift) {
     return sum;
 }
 
+static float exp_sumf(float *x, size_t n, float shift) {
+    float sum[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    size_t j = 0;
+    for (; j + 4 <= n; j += 4)
+        for (size_t l = 0; l < 4; l++) {
+            float e = exp1(x[j + l] - shift);
+            x[j + l] = e;
+            sum[l] += e;
+        }
+    for (; j < n; j++) {
+        x[j] = exp1(x[j] - shift);
+        sum[0] += x[j];
+    }
+    return (sum[0] + sum[1]) + (sum[2] + sum[3]);
+}
+
 static float exp_sum_dot(const float *x, size_t n, float shift, const float *v, float *dot) {
     float sum[4] = {0.0f, 0.0f, 0.0f, 0.0f}, acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
     size_t j = 0;
@@ -92,4 +108,4 @@ static float dot(const float *x, const float *y, size_t n) {
     return ((part[0] + part[1]) + (part[2] + part[3])) + ((part[4] + part[5]) + (part[6] + part[7]));
 }
 
-const nw_simd nw_simd_generic = {"generic", exp_sum, exp_sum_dot, max, dist1, dot};
+const nw_simd nw_simd_generic = {"generic", exp_sum, exp_sumf, exp_sum_dot, max, dist1, dot};
