@@ -11,10 +11,17 @@ void nw_inverse_bandwidths(const nw_score *score, size_t d, float *inv_h) {
 
 void nw_mean_key(size_t n, size_t d, const float *k, size_t ldk, float *centre) {
     for (size_t j = 0; j < d; j++) {
-        double sum = 0.0;
-        for (size_t i = 0; i < n; i++)
-            sum += (double)k[i * ldk + j];
-        centre[j] = n > 0 ? (float)(sum / (double)n) : 0.0f;
+        /* Four running sums: no chain of dependent double additions (the fused path takes
+         * this mean once per block of 64 query rows). */
+        double sum[4] = {0.0, 0.0, 0.0, 0.0};
+        size_t i = 0;
+        for (; i + 4 <= n; i += 4)
+            for (size_t l = 0; l < 4; l++)
+                sum[l] += (double)k[(i + l) * ldk + j];
+        for (; i < n; i++)
+            sum[0] += (double)k[i * ldk + j];
+        const double total = (sum[0] + sum[1]) + (sum[2] + sum[3]);
+        centre[j] = n > 0 ? (float)(total / (double)n) : 0.0f;
     }
 }
 
