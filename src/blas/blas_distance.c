@@ -38,6 +38,20 @@ void nw_rescale_rows(size_t rows, size_t d, const float *x, size_t ldx, const fl
     }
 }
 
+void nw_rescale_rows_transposed(size_t rows, size_t d, const float *x, size_t ldx,
+                                const float *centre, const float *inv_h, float *out,
+                                size_t ld_out, float *norms) {
+    for (size_t i = 0; i < rows; i++) {
+        double norm = 0.0;
+        for (size_t j = 0; j < d; j++) {
+            float u = (x[i * ldx + j] - centre[j]) * inv_h[j];
+            out[j * ld_out + i] = u;
+            norm += (double)u * (double)u;
+        }
+        norms[i] = (float)norm;
+    }
+}
+
 void nw_distance_scores(nwattn_score_kind kind, size_t m, size_t n, const float *qnorm,
                         const float *knorm, float *s, size_t lds) {
     const int gaussian = kind == NWATTN_SCORE_GAUSSIAN;

@@ -17,6 +17,12 @@ void nw_mean_key(size_t n, size_t d, const float *k, size_t ldk, float *centre);
 void nw_rescale_rows(size_t rows, size_t d, const float *x, size_t ldx, const float *centre,
                      const float *inv_h, float *out, float *norms);
 
+/* The same with out transposed: out[j·ld_out + i] (d rows of `rows` values), so that the
+ * product with the rescaled queries is an untransposed GEMM. */
+void nw_rescale_rows_transposed(size_t rows, size_t d, const float *x, size_t ldx,
+                                const float *centre, const float *inv_h, float *out,
+                                size_t ld_out, float *norms);
+
 /* s holds -2 q'·k' (m×n); turns it into the Gaussian or Laplace score in place. */
 void nw_distance_scores(nwattn_score_kind kind, size_t m, size_t n, const float *qnorm,
                         const float *knorm, float *s, size_t lds);

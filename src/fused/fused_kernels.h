@@ -21,7 +21,19 @@ typedef struct nw_fused_plan {
     size_t unit_bytes;   /* scratch per worker */
     unsigned char *scratch;
     int partial;         /* write states instead of outputs */
+    /* Distance scores: every item's keys centred, divided by h and transposed once per call,
+     * tile by tile (d × bn floats per tile, tiles one after the other), their squared norms,
+     * and the centre and 1/h (2d floats) of each item. Items that share K (zero strides)
+     * share one copy. Prepared before the units run, read-only in them. */
+    size_t key_items;    /* 0 (not a distance score), 1 (K shared) or batch · heads */
+    size_t key_tiles;    /* tiles per item */
+    size_t keys_bytes;   /* prepared keys of all items, after the workers' scratch */
+    float *keys, *key_norms, *centres;
 } nw_fused_plan;
+
+/* Prepared keys of item `item` (see nw_fused_plan): the item's entry of keys, key_norms and
+ * centres. */
+size_t nw_fused_key_item(const nw_fused_plan *plan, size_t item);
 
 /* Fills the tile sizes and the scratch a worker needs; unit_bytes is SIZE_MAX on overflow. */
 void nw_fused_plan_init(nw_fused_plan *plan, const nw_pool_args *args, int partial);

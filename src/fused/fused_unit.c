@@ -23,7 +23,8 @@ typedef struct unit {
     nw_mask_row *mask_rows;       /* one per row */
     float *max;
     double *sum;
-    float *qp, *qnorm, *kp, *knorm, *centre, *inv_h; /* distance scores only */
+    float *qp, *qnorm;                       /* distance scores: this block's queries */
+    const float *kp, *knorm, *centre, *inv_h; /* ... and the item's prepared keys (plan) */
     float *kt;                                         /* dot scores: d × bn */
 } unit;
 
@@ -67,17 +68,22 @@ static void unit_init(unit *u, const nw_fused_plan *plan, size_t index, size_t w
     if (is_distance(&a->score)) {
         u->qp = (float *)(void *)take(&cursor, bm * d, sizeof(float));
         u->qnorm = (float *)(void *)take(&cursor, bm, sizeof(float));
-        u->kp = (float *)(void *)take(&cursor, bn * d, sizeof(float));
-        u->knorm = (float *)(void *)take(&cursor, bn, sizeof(float));
-        u->centre = (float *)(void *)take(&cursor, d, 2 * sizeof(float));
+        const size_t key_item = nw_fused_key_item(plan, item);
+        u->kp = plan->keys + key_item * plan->key_tiles * bn * d;
+        u->knorm = plan->key_norms + key_item * plan->key_tiles * bn;
+        u->centre = plan->centres + key_item * 2 * d;
         u->inv_h = u->centre + d;
     }
 }
 
-/* Direct distances of row r against the tile's keys prepared in u->kp; returns their max. */
-static float direct_row(const unit *u, size_t r, size_t cols, float *s) {
+/* The prepared keys j0 .. of the tile starting at key j0 (d × bn, pitch bn). */
+static const float *key_tile(const unit *u, size_t j0) { return u->kp + j0 * u->a->d; }
+
+/* Direct distances of row r against the prepared keys of the tile at j0 (with d = 1 the
+ * transposed tile is one row); returns their max. */
+static float direct_row(const unit *u, size_t r, size_t j0, size_t cols, float *s) {
     const int gaussian = u->a->score.kind == NWATTN_SCORE_GAUSSIAN;
-    return u->a->simd->dist1(gaussian, u->qp[r], u->kp, cols, s);
+    return u->a->simd->dist1(gaussian, u->qp[r], key_tile(u, j0), cols, s);
 }
 
 /* Scores of the unit's rows against keys j0 .. j0+cols-1 into s (pitch lds). With direct
@@ -103,14 +109,15 @@ static void score_tile(const unit *u, size_t j0, size_t cols, float *s, size_t l
             memset(s + r * lds, 0, cols * sizeof(float));
         return;
     default:
-        nw_rescale_rows(cols, a->d, k, a->ldk, u->centre, u->inv_h, u->kp, u->knorm);
+        /* The prepared tile is K'^T, for the same reason as K^T above. */
         if (is_direct(a)) {
             for (size_t r = 0; rows_too && r < u->rows; r++)
-                direct_row(u, r, cols, s + r * lds);
+                direct_row(u, r, j0, cols, s + r * lds);
             return;
         }
-        nw_blas_sgemm(1, u->rows, cols, a->d, -2.0f, u->qp, a->d, u->kp, a->d, 0.0f, s, lds);
-        nw_distance_scores(a->score.kind, u->rows, cols, u->qnorm, u->knorm, s, lds);
+        nw_blas_sgemm(0, u->rows, cols, a->d, -2.0f, u->qp, a->d, key_tile(u, j0), u->bn, 0.0f,
+                      s, lds);
+        nw_distance_scores(a->score.kind, u->rows, cols, u->qnorm, u->knorm + j0, s, lds);
     }
 }
 
@@ -178,7 +185,7 @@ static void row_step(const unit *u, size_t r, size_t j0, size_t cols, int direct
     float *s = u->s + r * u->bn;
     float tile_max;
     if (direct) {
-        tile_max = direct_row(u, r, cols, s);
+        tile_max = direct_row(u, r, j0, cols, s);
         if (!row_is_plain(mask, j0, cols))
             tile_max = mask_row(a->simd, mask, j0, cols, s);
     } else {
@@ -258,11 +265,8 @@ void nw_fused_unit(const nw_fused_plan *plan, size_t index, size_t worker) {
         memset(u.acc + r * a->ldo, 0, a->dv * sizeof(float));
     }
     const size_t keys = live_keys(&u);
-    if (is_distance(&a->score) && keys > 0) {
-        nw_inverse_bandwidths(&a->score, a->d, u.inv_h);
-        nw_mean_key(a->n, a->d, u.k, a->ldk, u.centre); /* all keys: one centre per item */
+    if (is_distance(&a->score) && keys > 0)
         nw_rescale_rows(u.rows, a->d, u.q, a->ldq, u.centre, u.inv_h, u.qp, u.qnorm);
-    }
 
     /* One value per key in a contiguous column: P·V is a dot product per row, done while the
      * row is in cache (a one-column sgemm is several times slower than that). */
