@@ -106,7 +106,9 @@ typedef struct nwattn_context nwattn_context;
  * - FUSED: tiles of (up to) 64 query rows × 16 .. 256 keys; the tile products go through
  *   cblas_sgemm and an online softmax (running row max, running row sum, unnormalised
  *   accumulator) combines the tiles, with one division per row at the end. The m×n weights
- *   never exist: working memory is a few tiles per worker thread, whatever m and n. Key tiles
+ *   never exist: working memory is a few tiles per worker thread, whatever m and n, plus for
+ *   Gaussian and Laplace scores one prepared copy of the keys (centred, divided by h: the
+ *   size of K, once per call instead of once per block of queries). Key tiles
  *   that the mask hides from every row of a block (causal, valid lengths) are skipped. If the
  *   caller asks for the weights, a second pass writes exp(score - lse) into them.
  * - AUTO picks REFERENCE when a leading dimension does not fit the BLAS integer; for poolings

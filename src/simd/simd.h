@@ -3,7 +3,7 @@
  * CPU supports when it is created (nw_simd_select), so nothing global is ever written.
  *
  * Exponential: exp(x) = 2^n · p(r), n = round(x / ln 2), r = x - n ln 2 (two-constant
- * Cody-Waite reduction, |r| <= ln 2 / 2), p Cephes' degree-7 polynomial (1 + r + r^2 · P5(r)),
+ * Cody-Waite reduction, |r| <= ln 2 / 2), p Cephes' degree-7 polynomial by Horner's rule,
  * and 2^n applied as two exact power-of-two factors so that results down to the smallest
  * denormal round once. Measured against double exp() over the whole float range
  * (tests/test_simd.c): at most NW_VEXP_MAX_ULP units in the last place of the correctly

@@ -23,7 +23,8 @@ static inline __m256 exp8(__m256 x) {
     p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(NW_VEXP_P3));
     p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(NW_VEXP_P4));
     p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(NW_VEXP_P5));
-    p = _mm256_add_ps(_mm256_fmadd_ps(p, _mm256_mul_ps(r, r), r), _mm256_set1_ps(1.0f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f)); /* Horner to the end */
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
     /* 2^n = 2^e1 · 2^e2 with e1 = n >> 1, both factors normal for n in -151 .. 128. */
     const __m256i e = _mm256_cvtps_epi32(n);
     const __m256i e1 = _mm256_srai_epi32(e, 1), e2 = _mm256_sub_epi32(e, e1);

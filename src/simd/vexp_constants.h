@@ -10,7 +10,8 @@
 /* ln 2 = C1 + C2, C1 with 9 significant bits so that n · C1 is exact for |n| <= 151. */
 #define NW_VEXP_C1 0.693359375f
 #define NW_VEXP_C2 (-2.12194440e-4f)
-/* Cephes expf: exp(r) ~ 1 + r + r^2 (P0 r^5 + P1 r^4 + P2 r^3 + P3 r^2 + P4 r + P5). */
+/* Cephes expf's coefficients: exp(r) ~ 1 + r + r^2 (P0 r^5 + P1 r^4 + P2 r^3 + P3 r^2 + P4 r + P5),
+ * evaluated by Horner's rule down to the last two coefficients (1, 1). */
 #define NW_VEXP_P0 1.9875691500e-4f
 #define NW_VEXP_P1 1.3981999507e-3f
 #define NW_VEXP_P2 8.3334519073e-3f

@@ -29,7 +29,8 @@ static float exp1(float x) {
     p = p * r + NW_VEXP_P3;
     p = p * r + NW_VEXP_P4;
     p = p * r + NW_VEXP_P5;
-    p = (p * (r * r) + r) + 1.0f;
+    p = p * r + 1.0f; /* Horner to the end */
+    p = p * r + 1.0f;
     const int32_t e = (int32_t)n, e1 = e / 2, e2 = e - e1; /* both in -76 .. 64 */
     const float y = (p * pow2(e1)) * pow2(e2);
     return x != x ? x : y; /* NaN in, NaN out */
