@@ -40,9 +40,10 @@
  *   (q' - k')^2 computed directly, so the cancellation error above does not arise.
  * - BLAS and FUSED exponentials come from the library's own vector kernels (AVX-512F,
  *   AVX2 + FMA or portable C, whichever the CPU runs, chosen when the context is created):
- *   within 2 ulp of the correctly rounded expf for every float input (1.01 ulp at worst over
- *   all 2^32 inputs, denormal results included), exp(-INFINITY) exactly 0, NaN kept. No
- *   -ffast-math: masked keys stay exactly 0.
+ *   within 2 ulp of the correctly rounded expf for every float input (measured over
+ *   all 2^32 inputs: 0.89 ulp at worst with FMA, 1.19 in portable C, denormal results
+ *   included), exp(-INFINITY) exactly 0, NaN kept. No -ffast-math: masked keys stay
+ *   exactly 0.
  */
 #ifndef NWATTN_H
 #define NWATTN_H
