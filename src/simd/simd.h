@@ -4,10 +4,12 @@
  *
  * Exponential: exp(x) = 2^n · p(r), n = round(x / ln 2), r = x - n ln 2 (two-constant
  * Cody-Waite reduction, |r| <= ln 2 / 2), p Cephes' degree-7 polynomial by Horner's rule,
- * and 2^n applied as two exact power-of-two factors so that results down to the smallest
- * denormal round once. Measured against double exp() over the whole float range
- * (tests/test_simd.c): at most NW_VEXP_MAX_ULP units in the last place of the correctly
- * rounded float, denormal results included. Special values are exact: exp(-inf) = 0, results
+ * and 2^n applied as two exact power-of-two factors (vscalefps on AVX-512) so that results
+ * down to the smallest denormal round once. Measured against double exp() over the whole
+ * float range (tests/test_simd.c): at most NW_VEXP_MAX_ULP units in the last place of the
+ * correctly rounded float, denormal results included (over all 2^32 inputs, with
+ * NWATTN_TEST_EXHAUSTIVE=1: 0.89 ulp at worst for AVX2 and AVX-512, 1.19 for portable C,
+ * which has no fused multiply-add). Special values are exact: exp(-inf) = 0, results
  * below half the smallest denormal (x < -103.97) are +0, exp(x) = +inf for x > 88.7228 and
  * for +inf, NaN gives NaN. No -ffast-math anywhere: masks are -INFINITY and must stay 0. */
 #ifndef NWATTN_SIMD_H
