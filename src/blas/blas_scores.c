@@ -1,4 +1,5 @@
-/* BLAS scores. Dot: S = scale · Q K^T in one sgemm. Gaussian and Laplace: the squared distance
+/* BLAS scores. Dot: S = scale · Q K^T in one sgemm. Gaussian and Laplace with d == 1: (q - k)/h
+ * directly (a rank-1 sgemm would only lose accuracy). With d > 1: the squared distance
  * |q'|^2 + |k'|^2 - 2 q'·k' with the product in sgemm, on q' = (q - c) / h and
  * k' = (k - c) / h where c is the mean key: centring removes most of the cancellation the
  * expansion suffers when the data sit far from the origin (x in [100, 101], say). */
@@ -56,6 +57,20 @@ void nw_blas_scores(const nw_score *score, size_t m, size_t n, size_t d, const f
                 s[i * lds + j] = 0.0f;
         return;
     }
+    const int gaussian = score->kind == NWATTN_SCORE_GAUSSIAN;
+    if (d == 1) { /* a rank-1 product gains nothing from sgemm: (q - k) / h directly is exact */
+        const float inv_h = (float)(1.0 / (double)(score->bandwidths ? score->bandwidths[0]
+                                                                      : score->bandwidth));
+        for (size_t i = 0; i < m; i++) {
+            float *row = s + i * lds;
+            const float qi = q[i * ldq];
+            for (size_t j = 0; j < n; j++) {
+                float u = (qi - k[j * ldk]) * inv_h;
+                row[j] = gaussian ? -0.5f * u * u : -fabsf(u);
+            }
+        }
+        return;
+    }
     float *centre = scratch;
     float *inv_h = centre + d;
     float *kp = inv_h + d;
@@ -71,7 +86,6 @@ void nw_blas_scores(const nw_score *score, size_t m, size_t n, size_t d, const f
     rescale_rows(m, d, q, ldq, centre, inv_h, qp, qnorm);
 
     nw_blas_sgemm(1, m, n, d, -2.0f, qp, d, kp, d, 0.0f, s, lds); /* -2 q'·k' */
-    const int gaussian = score->kind == NWATTN_SCORE_GAUSSIAN;
     for (size_t i = 0; i < m; i++) {
         float *row = s + i * lds;
         for (size_t j = 0; j < n; j++) {
