@@ -13,32 +13,34 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* cmocka needs the headers above first */
 #include <cmocka.h>
 
 #include "nwattn.h"
 
-#define NT_ASSERT_OK(ctx, expr)                                                              \
-    do {                                                                                     \
-        nwattn_status nt_st_ = (expr);                                                       \
-        if (nt_st_ != NWATTN_OK)                                                             \
-            fail_msg("%s failed: %s: %s", #expr, nwattn_status_name(nt_st_),                 \
-                     nwattn_context_last_error(ctx));                                        \
+#define NT_ASSERT_OK(ctx, expr)                                                                    \
+    do {                                                                                           \
+        nwattn_status nt_st_ = (expr);                                                             \
+        if (nt_st_ != NWATTN_OK)                                                                   \
+            fail_msg("%s failed: %s: %s", #expr, nwattn_status_name(nt_st_),                       \
+                     nwattn_context_last_error(ctx));                                              \
     } while (0)
 
-#define NT_ASSERT_STATUS(ctx, expr, want)                                                    \
-    do {                                                                                     \
-        nwattn_status nt_st_ = (expr);                                                       \
-        if (nt_st_ != (want))                                                                \
-            fail_msg("%s returned %s, expected %s (%s)", #expr, nwattn_status_name(nt_st_),  \
-                     nwattn_status_name(want), nwattn_context_last_error(ctx));              \
-        if (strstr(nwattn_context_last_error(ctx), nwattn_status_name(want)) == NULL)        \
-            fail_msg("%s: message \"%s\" does not name %s", #expr,                           \
-                     nwattn_context_last_error(ctx), nwattn_status_name(want));              \
+#define NT_ASSERT_STATUS(ctx, expr, want)                                                          \
+    do {                                                                                           \
+        nwattn_status nt_st_ = (expr);                                                             \
+        if (nt_st_ != (want))                                                                      \
+            fail_msg("%s returned %s, expected %s (%s)", #expr, nwattn_status_name(nt_st_),        \
+                     nwattn_status_name(want), nwattn_context_last_error(ctx));                    \
+        if (strstr(nwattn_context_last_error(ctx), nwattn_status_name(want)) == NULL)              \
+            fail_msg("%s: message \"%s\" does not name %s", #expr, nwattn_context_last_error(ctx), \
+                     nwattn_status_name(want));                                                    \
     } while (0)
 
 /* |got - want| <= atol + rtol |want|, with a message naming the entry. */
-static inline void nt_close(const char *what, size_t index, double got, double want,
-                            double atol, double rtol) {
+static inline void nt_close(const char *what, size_t index, double got, double want, double atol,
+                            double rtol) {
     if (got == want) /* infinities included */
         return;
     if (!(fabs(got - want) <= atol + rtol * fabs(want)))

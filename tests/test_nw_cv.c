@@ -65,8 +65,8 @@ static void check_brute_force(size_t n, size_t d, size_t dv, int lattice) {
                 NT_ASSERT_OK(ctx, nwattn_nw_cv(ctx, &model, n, d, dv, x, ldx, y, ldy, 3, grid, ldb,
                                                cv, NULL, 0, flagged));
                 for (size_t g = 0; g < 3; g++) {
-                    double want = brute_force_cv(ctx, &model, n, d, dv, x, ldx, y, ldy,
-                                                 grid + g * ldb);
+                    double want =
+                        brute_force_cv(ctx, &model, n, d, dv, x, ldx, y, ldy, grid + g * ldb);
                     char what[96];
                     snprintf(what, sizeof what, "cv k%zu deg%d backend %d n%zu d%zu dv%zu", k,
                              degree, (int)backends[b], n, d, dv);
@@ -120,8 +120,8 @@ static void test_loo_identity(void **state) {
         }
         nwattn_regression model = {all_kernels[k], NWATTN_LOCAL_CONSTANT, 0};
         double cv;
-        NT_ASSERT_OK(ctx, nwattn_nw_cv(ctx, &model, n, 1, 1, x, 1, y, 1, 1, &h, 1, &cv, NULL, 0,
-                                       NULL));
+        NT_ASSERT_OK(ctx,
+                     nwattn_nw_cv(ctx, &model, n, 1, 1, x, 1, y, 1, 1, &h, 1, &cv, NULL, 0, NULL));
         nt_close("identity", k, cv, total / (double)n, 0, 1e-5);
     }
     nwattn_context_destroy(ctx);
@@ -144,10 +144,10 @@ static void check_gradient(size_t d, size_t dv) {
         for (int degree = 0; degree < 2; degree++) {
             nwattn_regression model = {all_kernels[k], (nwattn_degree)degree, 0};
             double cv, grad[3], cv_fast, grad_fast[3];
-            NT_ASSERT_OK(ref, nwattn_nw_cv(ref, &model, n, d, dv, x, d, y, dv, 1, h, d, &cv, grad,
-                                           d, NULL));
-            NT_ASSERT_OK(fast, nwattn_nw_cv(fast, &model, n, d, dv, x, d, y, dv, 1, h, d,
-                                            &cv_fast, grad_fast, d, NULL));
+            NT_ASSERT_OK(
+                ref, nwattn_nw_cv(ref, &model, n, d, dv, x, d, y, dv, 1, h, d, &cv, grad, d, NULL));
+            NT_ASSERT_OK(fast, nwattn_nw_cv(fast, &model, n, d, dv, x, d, y, dv, 1, h, d, &cv_fast,
+                                            grad_fast, d, NULL));
             nt_close("cv fast", k, cv_fast, cv, 0, 1e-5);
             if (!isfinite(cv))
                 fail_msg("CV not finite for kernel %zu, d %zu: widen the bandwidths", k, d);
@@ -199,8 +199,8 @@ static void test_not_admissible(void **state) {
             nwattn_regression model = {all_kernels[k], NWATTN_LOCAL_CONSTANT, 0};
             double cv[2], grad[2];
             size_t flagged[2];
-            NT_ASSERT_OK(ctx, nwattn_nw_cv(ctx, &model, 6, 1, 1, x, 1, y, 1, 2, h, 1, cv, grad, 1,
-                                           flagged));
+            NT_ASSERT_OK(
+                ctx, nwattn_nw_cv(ctx, &model, 6, 1, 1, x, 1, y, 1, 2, h, 1, cv, grad, 1, flagged));
             assert_true(isfinite(cv[0]));
             assert_int_equal(flagged[0], 0);
             assert_true(isinf(cv[1]) && cv[1] > 0);
@@ -231,8 +231,8 @@ static void test_duplicates(void **state) {
         for (int degree = 0; degree < 2; degree++) {
             nwattn_regression model = {NWATTN_KERNEL_GAUSSIAN, (nwattn_degree)degree, 0};
             double cv;
-            NT_ASSERT_OK(ctx, nwattn_nw_cv(ctx, &model, n, 1, 1, x, 1, y, 1, 1, &h, 1, &cv, NULL,
-                                           0, NULL));
+            NT_ASSERT_OK(
+                ctx, nwattn_nw_cv(ctx, &model, n, 1, 1, x, 1, y, 1, 1, &h, 1, &cv, NULL, 0, NULL));
             nt_close("duplicates", (size_t)degree, cv, want, 1e-6, 1e-6);
         }
         nwattn_context_destroy(ctx);
@@ -242,7 +242,8 @@ static void test_duplicates(void **state) {
 /* Fast and reference CV agree on a larger set (sorted windows, several chunks). */
 static void test_fast_matches_reference_large(void **state) {
     (void)state;
-    nwattn_context *fast = nt_context(NWATTN_BACKEND_AUTO), *ref = nt_context(NWATTN_BACKEND_REFERENCE);
+    nwattn_context *fast = nt_context(NWATTN_BACKEND_AUTO),
+                   *ref = nt_context(NWATTN_BACKEND_REFERENCE);
     nwattn_rng rng;
     nwattn_rng_seed(&rng, 8);
     const size_t n = 1500;
@@ -253,10 +254,10 @@ static void test_fast_matches_reference_large(void **state) {
         for (int degree = 0; degree < 2; degree++) {
             nwattn_regression model = {all_kernels[k], (nwattn_degree)degree, 0};
             double a[4], b[4], ga[4], gb[4];
-            NT_ASSERT_OK(fast, nwattn_nw_cv(fast, &model, n, 1, 1, x, 1, y, 1, 4, hs, 1, a, ga, 1,
-                                            NULL));
-            NT_ASSERT_OK(ref, nwattn_nw_cv(ref, &model, n, 1, 1, x, 1, y, 1, 4, hs, 1, b, gb, 1,
-                                           NULL));
+            NT_ASSERT_OK(fast,
+                         nwattn_nw_cv(fast, &model, n, 1, 1, x, 1, y, 1, 4, hs, 1, a, ga, 1, NULL));
+            NT_ASSERT_OK(ref,
+                         nwattn_nw_cv(ref, &model, n, 1, 1, x, 1, y, 1, 4, hs, 1, b, gb, 1, NULL));
             for (size_t g = 0; g < 4; g++) {
                 if (isinf(b[g])) {
                     assert_true(isinf(a[g]));

@@ -32,23 +32,21 @@ static problem lattice_problem(nwattn_rng *rng, size_t m, size_t n, size_t d, si
     return p;
 }
 
-static void free_problem(problem *p) {
-    free(p->xq), free(p->x), free(p->y);
-}
+static void free_problem(problem *p) { free(p->xq), free(p->x), free(p->y); }
 
 /* Runs the prediction; checks it against nt_direct (rows the direct evaluation finds empty
  * must be flagged EMPTY, local linear rows it cannot solve must be flagged too). */
-static void check_against_direct(nwattn_backend backend, nwattn_kernel kernel,
-                                 nwattn_degree degree, const problem *p, double tol) {
+static void check_against_direct(nwattn_backend backend, nwattn_kernel kernel, nwattn_degree degree,
+                                 const problem *p, double tol) {
     nwattn_context *ctx = nt_context(backend);
     nwattn_regression model = {kernel, degree, NWATTN_EMPTY_NAN};
     float *yq = nt_alloc(p->m * p->ldo * sizeof(float));
     float *w = nt_alloc(p->m * p->ldw * sizeof(float));
     unsigned char *flags = nt_alloc(p->m);
     size_t n_flagged = 99;
-    NT_ASSERT_OK(ctx, nwattn_nw_predict(ctx, &model, p->h, p->m, p->n, p->d, p->dv, p->xq, p->ldq,
-                                        p->x, p->ldx, p->y, p->ldy, yq, p->ldo, w, p->ldw, flags,
-                                        &n_flagged));
+    NT_ASSERT_OK(ctx,
+                 nwattn_nw_predict(ctx, &model, p->h, p->m, p->n, p->d, p->dv, p->xq, p->ldq, p->x,
+                                   p->ldx, p->y, p->ldy, yq, p->ldo, w, p->ldw, flags, &n_flagged));
     double *want = nt_alloc(p->dv * sizeof(double));
     size_t counted = 0;
     for (size_t i = 0; i < p->m; i++) {
@@ -58,7 +56,8 @@ static void check_against_direct(nwattn_backend backend, nwattn_kernel kernel,
         if (!ok) {
             if (flags[i] == 0)
                 fail_msg("kernel %d degree %d row %zu: direct evaluation has no estimate but the "
-                         "row is not flagged", (int)kernel, (int)degree, i);
+                         "row is not flagged",
+                         (int)kernel, (int)degree, i);
             continue;
         }
         if (flags[i] & NWATTN_ROW_EMPTY)
@@ -89,8 +88,8 @@ static void test_kernels_against_direct(void **state) {
     (void)state;
     nwattn_rng rng;
     nwattn_rng_seed(&rng, 11);
-    const size_t shapes[][4] = {{9, 40, 1, 1}, {7, 33, 1, 3}, {5, 60, 2, 2}, {4, 80, 3, 1},
-                                {1, 1, 1, 1},  {3, 2, 2, 1}};
+    const size_t shapes[][4] = {{9, 40, 1, 1}, {7, 33, 1, 3}, {5, 60, 2, 2},
+                                {4, 80, 3, 1}, {1, 1, 1, 1},  {3, 2, 2, 1}};
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
         problem p = lattice_problem(&rng, shapes[s][0], shapes[s][1], shapes[s][2], shapes[s][3]);
         for (size_t b = 0; b < 2; b++)
@@ -280,11 +279,11 @@ static void test_gaussian_is_pooling(void **state) {
         xq[i] = 0.1f * (float)i;
     const float h = 1.0f;
     nwattn_regression model = {NWATTN_KERNEL_GAUSSIAN, NWATTN_LOCAL_CONSTANT, 0};
-    NT_ASSERT_OK(ctx, nwattn_nw_predict(ctx, &model, &h, 50, 50, 1, 1, xq, 1, x, 1, y, 1, a, 1,
-                                        wa, 50, NULL, NULL));
+    NT_ASSERT_OK(ctx, nwattn_nw_predict(ctx, &model, &h, 50, 50, 1, 1, xq, 1, x, 1, y, 1, a, 1, wa,
+                                        50, NULL, NULL));
     nwattn_score score = {NWATTN_SCORE_GAUSSIAN, 0.0f, 1.0f, NULL};
-    NT_ASSERT_OK(ctx, nwattn_pool(ctx, &score, NULL, 1, 50, 50, 1, 1, xq, 1, 0, x, 1, 0, y, 1, 0,
-                                  b, 1, 0, wb, 50, 0, NULL, 0));
+    NT_ASSERT_OK(ctx, nwattn_pool(ctx, &score, NULL, 1, 50, 50, 1, 1, xq, 1, 0, x, 1, 0, y, 1, 0, b,
+                                  1, 0, wb, 50, 0, NULL, 0));
     for (int i = 0; i < 50; i++)
         nt_close("pool", (size_t)i, a[i], b[i], 0, 0);
     for (int i = 0; i < 50 * 50; i++)
@@ -295,7 +294,8 @@ static void test_gaussian_is_pooling(void **state) {
 /* Fast and reference paths agree on a larger 1-D problem (windows over sorted data, chunks). */
 static void test_fast_matches_reference_large(void **state) {
     (void)state;
-    nwattn_context *fast = nt_context(NWATTN_BACKEND_AUTO), *ref = nt_context(NWATTN_BACKEND_REFERENCE);
+    nwattn_context *fast = nt_context(NWATTN_BACKEND_AUTO),
+                   *ref = nt_context(NWATTN_BACKEND_REFERENCE);
     nwattn_rng rng;
     nwattn_rng_seed(&rng, 15);
     const size_t n = 3000, m = 700;
@@ -310,8 +310,8 @@ static void test_fast_matches_reference_large(void **state) {
                 nwattn_regression model = {all_kernels[k], (nwattn_degree)degree, 0};
                 NT_ASSERT_OK(fast, nwattn_nw_predict(fast, &model, &hs[hi], m, n, 1, 1, xq, 1, x, 1,
                                                      y, 1, a, 1, NULL, 0, NULL, NULL));
-                NT_ASSERT_OK(ref, nwattn_nw_predict(ref, &model, &hs[hi], m, n, 1, 1, xq, 1, x, 1, y,
-                                                    1, b, 1, NULL, 0, NULL, NULL));
+                NT_ASSERT_OK(ref, nwattn_nw_predict(ref, &model, &hs[hi], m, n, 1, 1, xq, 1, x, 1,
+                                                    y, 1, b, 1, NULL, 0, NULL, NULL));
                 char what[80];
                 snprintf(what, sizeof what, "fast vs reference k%zu deg%d h%g", k, degree,
                          (double)hs[hi]);

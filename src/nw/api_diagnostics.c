@@ -20,8 +20,7 @@ nwattn_status nwattn_weights_diagnostics(nwattn_context *ctx, size_t m, size_t n
             float w = weights[i * ldw + j];
             if (!(isfinite(w) && w >= 0.0f))
                 return nw_fail(ctx, NWATTN_ERR_BAD_PARAMETER,
-                               "weights[%zu][%zu] = %g is negative or not finite", i, j,
-                               (double)w);
+                               "weights[%zu][%zu] = %g is negative or not finite", i, j, (double)w);
         }
     for (size_t i = 0; i < m; i++) {
         const float *row = weights + i * ldw;

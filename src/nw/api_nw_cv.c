@@ -1,10 +1,10 @@
 /* nwattn_nw_cv: the leave-one-out CV score (and gradient) on a grid of bandwidth vectors. */
 #include "nw.h"
 
-nwattn_status nwattn_nw_cv(nwattn_context *ctx, const nwattn_regression *model, size_t n,
-                           size_t d, size_t dv, const float *x, size_t ldx, const float *y,
-                           size_t ldy, size_t n_bw, const float *bandwidths, size_t ldb,
-                           double *cv, double *gradient, size_t ldg, size_t *flagged) {
+nwattn_status nwattn_nw_cv(nwattn_context *ctx, const nwattn_regression *model, size_t n, size_t d,
+                           size_t dv, const float *x, size_t ldx, const float *y, size_t ldy,
+                           size_t n_bw, const float *bandwidths, size_t ldb, double *cv,
+                           double *gradient, size_t ldg, size_t *flagged) {
     NW_TRY(nw_begin(ctx));
     nw_model mod;
     NW_TRY(nw_check_model(ctx, model, d, dv, &mod));

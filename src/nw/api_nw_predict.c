@@ -6,11 +6,11 @@
 #include "nw.h"
 #include "pool.h"
 
-static nwattn_status predict_pooled(nwattn_context *ctx, const nw_call *call,
-                                    const nw_model *mod, const float *bandwidths, size_t m,
-                                    size_t n, const float *xq, size_t ldq, const float *x,
-                                    size_t ldx, const float *y, size_t ldy, float *yq,
-                                    size_t ldyq, float *weights, size_t ldw) {
+static nwattn_status predict_pooled(nwattn_context *ctx, const nw_call *call, const nw_model *mod,
+                                    const float *bandwidths, size_t m, size_t n, const float *xq,
+                                    size_t ldq, const float *x, size_t ldx, const float *y,
+                                    size_t ldy, float *yq, size_t ldyq, float *weights,
+                                    size_t ldw) {
     nw_pool_args args;
     memset(&args, 0, sizeof args);
     args.score.kind =
@@ -36,10 +36,9 @@ static nwattn_status predict_pooled(nwattn_context *ctx, const nw_call *call,
 
 /* The row engines; returns the number of flagged rows. */
 static size_t predict_rows(const nw_model *mod, int fast, void *mem, size_t plan_bytes,
-                           const float *bandwidths, size_t m, size_t n, const float *xq,
-                           size_t ldq, const float *x, size_t ldx, const float *y, size_t ldy,
-                           float *yq, size_t ldyq, float *weights, size_t ldw,
-                           unsigned char *row_flags) {
+                           const float *bandwidths, size_t m, size_t n, const float *xq, size_t ldq,
+                           const float *x, size_t ldx, const float *y, size_t ldy, float *yq,
+                           size_t ldyq, float *weights, size_t ldw, unsigned char *row_flags) {
     const size_t d = mod->d, dv = mod->dv;
     nw_plan plan;
     nw_plan_init(&plan, mod, fast, n, x, ldx, y, ldy, mem);
@@ -59,8 +58,8 @@ static size_t predict_rows(const nw_model *mod, int fast, void *mem, size_t plan
             nw_fast_row(&plan.engine, q, inv_hf, SIZE_MAX, &s);
         else
             nw_ref_row(mod, n, x, ldx, y, ldy, q, inv_h, SIZE_MAX, &s);
-        unsigned flags = nw_finish_row(mod, &s, fast, plan.work, plan.yhat, NULL,
-                                       wrow != NULL ? coef : NULL);
+        unsigned flags =
+            nw_finish_row(mod, &s, fast, plan.work, plan.yhat, NULL, wrow != NULL ? coef : NULL);
         if (flags & NWATTN_ROW_EMPTY) {
             if (mod->empty == NWATTN_EMPTY_NEAREST) {
                 nw_nearest(n, d, dv, x, ldx, y, ldy, q, inv_h, SIZE_MAX, plan.yhat, wrow);
@@ -86,11 +85,10 @@ static size_t predict_rows(const nw_model *mod, int fast, void *mem, size_t plan
 }
 
 nwattn_status nwattn_nw_predict(nwattn_context *ctx, const nwattn_regression *model,
-                                const float *bandwidths, size_t m, size_t n, size_t d,
-                                size_t dv, const float *xq, size_t ldq, const float *x,
-                                size_t ldx, const float *y, size_t ldy, float *yq, size_t ldyq,
-                                float *weights, size_t ldw, unsigned char *row_flags,
-                                size_t *n_flagged) {
+                                const float *bandwidths, size_t m, size_t n, size_t d, size_t dv,
+                                const float *xq, size_t ldq, const float *x, size_t ldx,
+                                const float *y, size_t ldy, float *yq, size_t ldyq, float *weights,
+                                size_t ldw, unsigned char *row_flags, size_t *n_flagged) {
     NW_TRY(nw_begin(ctx));
     nw_model mod;
     NW_TRY(nw_check_model(ctx, model, d, dv, &mod));
@@ -120,8 +118,8 @@ nwattn_status nwattn_nw_predict(nwattn_context *ctx, const nwattn_regression *mo
     }
 
     if (mod.degree == NWATTN_LOCAL_CONSTANT && !nw_kernel_compact(mod.kernel)) {
-        NW_TRY(predict_pooled(ctx, &call, &mod, bandwidths, m, n, xq, ldq, x, ldx, y, ldy, yq,
-                              ldyq, weights, ldw));
+        NW_TRY(predict_pooled(ctx, &call, &mod, bandwidths, m, n, xq, ldq, x, ldx, y, ldy, yq, ldyq,
+                              weights, ldw));
         if (row_flags != NULL)
             memset(row_flags, 0, m);
         if (n_flagged != NULL)
@@ -134,14 +132,14 @@ nwattn_status nwattn_nw_predict(nwattn_context *ctx, const nwattn_regression *mo
     /* The plan, then inv_h (d doubles), coef (p doubles), inv_h as floats (d, in doubles). */
     size_t plan_bytes = nw_plan_bytes(&mod, fast, n), bytes;
     if (plan_bytes == SIZE_MAX || !nw_add(plan_bytes, sizeof(double) - 1, &plan_bytes) ||
-        !nw_add(plan_bytes / sizeof(double) * sizeof(double),
-                (2 * d + mod.p) * sizeof(double), &bytes))
+        !nw_add(plan_bytes / sizeof(double) * sizeof(double), (2 * d + mod.p) * sizeof(double),
+                &bytes))
         return nw_fail(ctx, NWATTN_ERR_OVERFLOW, "working memory for n = %zu overflows", n);
     plan_bytes = plan_bytes / sizeof(double) * sizeof(double);
     void *mem;
     NW_TRY(nw_workspace(ctx, bytes, &mem));
-    size_t flagged = predict_rows(&mod, fast, mem, plan_bytes, bandwidths, m, n, xq, ldq, x,
-                                  ldx, y, ldy, yq, ldyq, weights, ldw, row_flags);
+    size_t flagged = predict_rows(&mod, fast, mem, plan_bytes, bandwidths, m, n, xq, ldq, x, ldx, y,
+                                  ldy, yq, ldyq, weights, ldw, row_flags);
     if (n_flagged != NULL)
         *n_flagged = flagged;
     return NWATTN_OK;

@@ -57,17 +57,15 @@ nwattn_status nwattn_wmodel_evaluate(nwattn_context *ctx, float w, const nwattn_
     return NWATTN_OK;
 }
 
-nwattn_status nwattn_wmodel_train(nwattn_context *ctx, const nwattn_sgd *sgd, size_t n,
-                                  size_t d, size_t dv, const float *x, size_t ldx,
-                                  const float *y, size_t ldy, float *w,
-                                  double *loss_per_epoch) {
+nwattn_status nwattn_wmodel_train(nwattn_context *ctx, const nwattn_sgd *sgd, size_t n, size_t d,
+                                  size_t dv, const float *x, size_t ldx, const float *y, size_t ldy,
+                                  float *w, double *loss_per_epoch) {
     NW_TRY(nw_begin(ctx));
     if (sgd == NULL || w == NULL)
         return nw_fail(ctx, NWATTN_ERR_NULL_POINTER, "%s is NULL", sgd == NULL ? "sgd" : "w");
     if (!(isfinite(sgd->learning_rate) && sgd->learning_rate > 0.0f))
         return nw_fail(ctx, NWATTN_ERR_BAD_PARAMETER,
-                       "sgd.learning_rate = %g is not finite and > 0",
-                       (double)sgd->learning_rate);
+                       "sgd.learning_rate = %g is not finite and > 0", (double)sgd->learning_rate);
     const size_t epochs = sgd->epochs;
     nw_wmodel_args a;
     memset(&a, 0, sizeof a);
@@ -79,8 +77,8 @@ nwattn_status nwattn_wmodel_train(nwattn_context *ctx, const nwattn_sgd *sgd, si
     NW_TRY(nw_input(&call, "y", y, n, dv, ldy, 0));
     NW_TRY(nw_output_elems(&call, "w", w, sizeof(float), 1, 1, 1));
     if (loss_per_epoch != NULL)
-        NW_TRY(nw_output_elems(&call, "loss_per_epoch", loss_per_epoch, sizeof(double), 1,
-                               epochs, epochs > 0 ? epochs : 1));
+        NW_TRY(nw_output_elems(&call, "loss_per_epoch", loss_per_epoch, sizeof(double), 1, epochs,
+                               epochs > 0 ? epochs : 1));
     const nwattn_mask loo = {NWATTN_MASK_LEAVE_ONE_OUT, NULL, NULL, 0, 0, NULL, 0, 0};
     const nw_kernels *kernels;
     NW_TRY(prepare(ctx, &call, &loo, &a, &kernels));

@@ -21,8 +21,7 @@ nwattn_status nw_check_model(nwattn_context *ctx, const nwattn_regression *model
         return nw_fail(ctx, NWATTN_ERR_BAD_ENUM, "unknown degree %d", (int)model->degree);
     if (model->empty != NWATTN_EMPTY_NEAREST && model->empty != NWATTN_EMPTY_NAN &&
         model->empty != NWATTN_EMPTY_ZERO)
-        return nw_fail(ctx, NWATTN_ERR_BAD_ENUM, "unknown empty-row policy %d",
-                       (int)model->empty);
+        return nw_fail(ctx, NWATTN_ERR_BAD_ENUM, "unknown empty-row policy %d", (int)model->empty);
     if (d == 0)
         return nw_fail(ctx, NWATTN_ERR_BAD_DIMENSION, "d is 0: regression needs inputs");
     out->kernel = model->kernel;
@@ -40,8 +39,8 @@ nwattn_status nw_check_model(nwattn_context *ctx, const nwattn_regression *model
     return NWATTN_OK;
 }
 
-nwattn_status nw_check_finite(nwattn_context *ctx, const char *name, const float *a,
-                              size_t rows, size_t cols, size_t ld) {
+nwattn_status nw_check_finite(nwattn_context *ctx, const char *name, const float *a, size_t rows,
+                              size_t cols, size_t ld) {
     for (size_t i = 0; i < rows; i++)
         for (size_t j = 0; j < cols; j++)
             if (!isfinite(a[i * ld + j]))
@@ -58,8 +57,7 @@ nwattn_status nw_check_training(nw_call *call, size_t n, size_t d, size_t dv, co
     return nw_check_finite(call->ctx, "y", y, n, dv, ldy);
 }
 
-nwattn_status nw_check_bandwidths(nwattn_context *ctx, const char *name, const float *h,
-                                  size_t d) {
+nwattn_status nw_check_bandwidths(nwattn_context *ctx, const char *name, const float *h, size_t d) {
     if (h == NULL)
         return nw_fail(ctx, NWATTN_ERR_NULL_POINTER, "%s is NULL", name);
     for (size_t k = 0; k < d; k++)
@@ -69,8 +67,8 @@ nwattn_status nw_check_bandwidths(nwattn_context *ctx, const char *name, const f
     return NWATTN_OK;
 }
 
-nwattn_status nw_check_spread(nwattn_context *ctx, size_t n, size_t d, const float *x,
-                              size_t ldx, size_t n_min) {
+nwattn_status nw_check_spread(nwattn_context *ctx, size_t n, size_t d, const float *x, size_t ldx,
+                              size_t n_min) {
     if (n < n_min)
         return nw_fail(ctx, NWATTN_ERR_DEGENERATE_DATA,
                        "n = %zu training points; this needs at least %zu", n, n_min);

@@ -28,8 +28,8 @@ size_t nw_plan_bytes(const nw_model *model, int fast, size_t n) {
     return total;
 }
 
-void nw_plan_init(nw_plan *plan, const nw_model *model, int fast, size_t n,
-                     const float *x, size_t ldx, const float *y, size_t ldy, void *mem) {
+void nw_plan_init(nw_plan *plan, const nw_model *model, int fast, size_t n, const float *x,
+                  size_t ldx, const float *y, size_t ldy, void *mem) {
     memset(plan, 0, sizeof *plan);
     plan->model = *model;
     plan->fast = fast;
@@ -146,8 +146,9 @@ static double largest_nearest_t(const nw_plan *plan, const double *h) {
                 continue;
             double t = 0.0;
             for (size_t k = 0; k < d; k++) {
-                double u = ((double)plan->x[i * plan->ldx + k] - (double)plan->x[j * plan->ldx + k]) /
-                           h[k];
+                double u =
+                    ((double)plan->x[i * plan->ldx + k] - (double)plan->x[j * plan->ldx + k]) /
+                    h[k];
                 t += u * u;
             }
             best = fmin(best, t);

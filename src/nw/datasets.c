@@ -20,8 +20,8 @@ static nwattn_status check_dataset(nwattn_context *ctx, nwattn_dataset dataset) 
     return NWATTN_OK;
 }
 
-nwattn_status nwattn_dataset_generate(nwattn_context *ctx, nwattn_dataset dataset,
-                                      nwattn_rng *rng, size_t n, float *x, float *y) {
+nwattn_status nwattn_dataset_generate(nwattn_context *ctx, nwattn_dataset dataset, nwattn_rng *rng,
+                                      size_t n, float *x, float *y) {
     NW_TRY(nw_begin(ctx));
     NW_TRY(check_dataset(ctx, dataset));
     if (rng == NULL)

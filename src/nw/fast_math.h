@@ -37,8 +37,12 @@ static inline float nw_expf_neg(float x) {
     uint32_t kbits = nw_float_bits(kf);
     kf -= shifter;
     float r = x - kf * 0x1.62e4p-1f - kf * 0x1.7f7d1cp-20f;
-    float p = 1.0f + r * (1.0f + r * (0.5f + r * (1.0f / 6 + r * (1.0f / 24 +
-              r * (1.0f / 120 + r * (1.0f / 720 + r * (1.0f / 5040)))))));
+    float p =
+        1.0f +
+        r * (1.0f +
+             r * (0.5f +
+                  r * (1.0f / 6 +
+                       r * (1.0f / 24 + r * (1.0f / 120 + r * (1.0f / 720 + r * (1.0f / 5040)))))));
     return nw_bits_float(nw_float_bits(p) + (kbits << 23));
 }
 

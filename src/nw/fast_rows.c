@@ -15,10 +15,10 @@
 /* The two row functions are compiled for AVX-512, for AVX2 + FMA and for the x86-64 baseline;
  * the dynamic loader picks the best the machine has (GNU ifunc). Their helpers are forced
  * inline so that each copy gets them compiled for its instruction set. */
-#if defined(NWATTN_MULTIVERSION) && NWATTN_MULTIVERSION && defined(__x86_64__) && \
+#if defined(NWATTN_MULTIVERSION) && NWATTN_MULTIVERSION && defined(__x86_64__) &&                  \
     defined(__ELF__) && defined(__has_attribute)
 #if __has_attribute(target_clones)
-#define NW_TARGET_CLONES \
+#define NW_TARGET_CLONES                                                                           \
     __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #endif
 #endif
@@ -152,7 +152,7 @@ NW_INLINE void accumulate(const nw_model *model, size_t len, const float *restri
 /* k = K(t) / K(t_near) (shift: t_near for the Gaussian, sqrt(t_near) for Laplace) and, with
  * g != NULL, g = -2 K'(t) on the same scale. */
 NW_INLINE void kernel_chunk(nwattn_kernel kernel, size_t len, const float *restrict t, float shift,
-                         float *restrict k, float *restrict g) {
+                            float *restrict k, float *restrict g) {
     switch (kernel) {
     case NWATTN_KERNEL_GAUSSIAN:
         for (size_t j = 0; j < len; j++)
@@ -217,7 +217,7 @@ NW_INLINE float scaled_sq(float xj, float q, float inv_h) {
 
 /* d == 1: the window [lo, hi) and the shift of query q. */
 NW_INLINE void window_1d(const nw_fast *f, float q, float inv_h, size_t skip, size_t *lo,
-                      size_t *hi, float *shift) {
+                         size_t *hi, float *shift) {
     const float *x = f->train->x;
     const size_t n = f->train->n;
     const nwattn_kernel kernel = f->model->kernel;
@@ -261,7 +261,7 @@ NW_INLINE void window_1d(const nw_fast *f, float q, float inv_h, size_t skip, si
 
 /* d > 1: trow[j] = t of every point (skip: +inf); returns the shift. */
 NW_INLINE float fill_trow(const nw_fast *f, const float *q, const float *inv_h, size_t skip,
-                       float *restrict trow) {
+                          float *restrict trow) {
     const size_t n = f->train->n, d = f->model->d;
     for (size_t j = 0; j < n; j++)
         trow[j] = 0.0f;
@@ -291,7 +291,7 @@ NW_INLINE float fill_trow(const nw_fast *f, const float *q, const float *inv_h, 
 
 /* u rows (when wanted) and t of the chunk of points j0 .. j0+len-1; returns t. */
 NW_INLINE const float *chunk_coordinates(const nw_fast *f, const chunk_bufs *b, const float *q,
-                                      const float *inv_h, size_t j0, size_t len, int want_u) {
+                                         const float *inv_h, size_t j0, size_t len, int want_u) {
     const size_t n = f->train->n, d = f->model->d;
     if (d == 1) {
         const float *restrict x = f->train->x + j0;
@@ -315,8 +315,8 @@ NW_INLINE const float *chunk_coordinates(const nw_fast *f, const chunk_bufs *b, 
     return b->trow + j0;
 }
 
-NW_INLINE void visit(const nw_fast *f, const float *q, const float *inv_h, size_t skip,
-                  size_t *lo, size_t *hi, float *shift) {
+NW_INLINE void visit(const nw_fast *f, const float *q, const float *inv_h, size_t skip, size_t *lo,
+                     size_t *hi, float *shift) {
     if (f->model->d == 1) {
         window_1d(f, q[0], inv_h[0], skip, lo, hi, shift);
     } else {

@@ -34,8 +34,8 @@ static double sym(const double *m, size_t p, size_t a, size_t b) {
     return a <= b ? m[a + b * p] : m[b + a * p];
 }
 
-static void local_constant(const nw_model *model, const nw_sums *s, double *yhat,
-                           double *dyhat, double *coef) {
+static void local_constant(const nw_model *model, const nw_sums *s, double *yhat, double *dyhat,
+                           double *coef) {
     const size_t p = model->p, dv = model->dv, d = model->d;
     const double D = s->m[0];
     for (size_t c = 0; c < dv; c++)
@@ -43,8 +43,7 @@ static void local_constant(const nw_model *model, const nw_sums *s, double *yhat
     if (dyhat != NULL && s->dm != NULL)
         for (size_t k = 0; k < d; k++)
             for (size_t c = 0; c < dv; c++)
-                dyhat[k * dv + c] =
-                    (s->db[k * p * dv + c * p] - yhat[c] * s->dm[k * p * p]) / D;
+                dyhat[k * dv + c] = (s->db[k * p * dv + c * p] - yhat[c] * s->dm[k * p * p]) / D;
     if (coef != NULL) {
         coef[0] = 1.0 / D;
         for (size_t a = 1; a < p; a++)
@@ -102,8 +101,7 @@ static int factor_2x2(const double *m, double *factor) {
 /* ---- LAPACKE (any p): column-major, so that no LAPACKE call allocates -------------------- */
 static int solve_chol(const nw_model *model, const double *factor, double *rhs, size_t nrhs) {
     const lapack_int p = (lapack_int)model->p;
-    return (int)LAPACKE_dpotrs_work(LAPACK_COL_MAJOR, 'U', p, (lapack_int)nrhs, factor, p, rhs,
-                                    p);
+    return (int)LAPACKE_dpotrs_work(LAPACK_COL_MAJOR, 'U', p, (lapack_int)nrhs, factor, p, rhs, p);
 }
 
 static int factor_chol(const nw_model *model, const double *m, double *factor, double *work) {

@@ -40,8 +40,7 @@ size_t nw_nearest(size_t n, size_t d, size_t dv, const float *x, size_t ldx, con
         mean[c] /= (double)count;
     if (weights != NULL)
         for (size_t j = 0; j < n; j++)
-            weights[j] = j != skip && count > 0 &&
-                                 scaled_distance(d, x + j * ldx, q, inv_h) == best
+            weights[j] = j != skip && count > 0 && scaled_distance(d, x + j * ldx, q, inv_h) == best
                              ? (float)(1.0 / (double)count)
                              : 0.0f;
     return count;

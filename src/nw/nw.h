@@ -109,9 +109,8 @@ void nw_fast_row_weights(const nw_fast *f, const float *q, const float *inv_h, s
 /* The same sums from the caller's layout, every weight in double with libm. */
 void nw_ref_row(const nw_model *model, size_t n, const float *x, size_t ldx, const float *y,
                 size_t ldy, const float *q, const double *inv_h, size_t skip, nw_sums *s);
-void nw_ref_row_weights(const nw_model *model, size_t n, const float *x, size_t ldx,
-                        const float *q, const double *inv_h, size_t skip, const double *coef,
-                        float *weights);
+void nw_ref_row_weights(const nw_model *model, size_t n, const float *x, size_t ldx, const float *q,
+                        const double *inv_h, size_t skip, const double *coef, float *weights);
 
 /* Kernel weight and G = -2 K'(t) in double, shifted for the Gaussian and Laplace kernels:
  * the weight returned is K(t) / K(t_near). */
@@ -136,8 +135,8 @@ typedef struct nw_plan {
 
 /* Working memory of a plan, in bytes (SIZE_MAX on overflow). */
 size_t nw_plan_bytes(const nw_model *model, int fast, size_t n);
-void nw_plan_init(nw_plan *plan, const nw_model *model, int fast, size_t n,
-                     const float *x, size_t ldx, const float *y, size_t ldy, void *mem);
+void nw_plan_init(nw_plan *plan, const nw_model *model, int fast, size_t n, const float *x,
+                  size_t ldx, const float *y, size_t ldy, void *mem);
 
 /* CV at bandwidths h (d values, all > 0); grad (optional, d values) receives dCV/dh_k.
  * Returns the number of flagged leave-one-out rows; *cv is +INFINITY if one is empty. */
@@ -177,8 +176,8 @@ void nw_wmodel_run(const nw_kernels *kernels, const nw_wmodel_args *a, void *mem
 /* ---- Rules of thumb ------------------------------------------------------------------------ */
 /* Rule-of-thumb bandwidths h (d doubles) of x (n >= 2 points, every coordinate with spread:
  * checked by the caller); scratch holds 2n floats. */
-void nw_rule_of_thumb(nwattn_bandwidth_rule rule, size_t n, size_t d, const float *x,
-                      size_t ldx, double *h, float *scratch);
+void nw_rule_of_thumb(nwattn_bandwidth_rule rule, size_t n, size_t d, const float *x, size_t ldx,
+                      double *h, float *scratch);
 /* Stable ascending merge sort of a[0..n), tmp[0..n) as scratch. */
 void nw_sort_floats(size_t n, float *a, float *tmp);
 
@@ -191,14 +190,13 @@ nwattn_status nw_check_model(nwattn_context *ctx, const nwattn_regression *model
 nwattn_status nw_check_training(nw_call *call, size_t n, size_t d, size_t dv, const float *x,
                                 size_t ldx, const float *y, size_t ldy);
 /* d bandwidths, each finite and > 0. */
-nwattn_status nw_check_bandwidths(nwattn_context *ctx, const char *name, const float *h,
-                                  size_t d);
+nwattn_status nw_check_bandwidths(nwattn_context *ctx, const char *name, const float *h, size_t d);
 /* Every value of the rows×cols matrix is finite. */
-nwattn_status nw_check_finite(nwattn_context *ctx, const char *name, const float *a,
-                              size_t rows, size_t cols, size_t ld);
+nwattn_status nw_check_finite(nwattn_context *ctx, const char *name, const float *a, size_t rows,
+                              size_t cols, size_t ld);
 /* n >= n_min and every coordinate of x takes two values at least. */
-nwattn_status nw_check_spread(nwattn_context *ctx, size_t n, size_t d, const float *x,
-                              size_t ldx, size_t n_min);
+nwattn_status nw_check_spread(nwattn_context *ctx, size_t n, size_t d, const float *x, size_t ldx,
+                              size_t n_min);
 /* Whether ctx's backend asks for the fast path of an engine that needs no BLAS. */
 nwattn_status nw_select_fast(nwattn_context *ctx, int *fast);
 

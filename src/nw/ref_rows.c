@@ -57,8 +57,8 @@ static double distance(size_t d, const float *xj, const float *q, const double *
 }
 
 /* The shift of the Gaussian and Laplace weights: the smallest t over the points kept. */
-static double nearest_t(const nw_model *model, size_t n, const float *x, size_t ldx,
-                        const float *q, const double *inv_h, size_t skip) {
+static double nearest_t(const nw_model *model, size_t n, const float *x, size_t ldx, const float *q,
+                        const double *inv_h, size_t skip) {
     if (nw_kernel_compact(model->kernel))
         return 0.0;
     double best = INFINITY;
@@ -98,15 +98,13 @@ void nw_ref_row(const nw_model *model, size_t n, const float *x, size_t ldx, con
             continue;
         for (size_t e = 0; e < d; e++) {
             const double u = coordinate(xj, q, inv_h, e);
-            add_point(model, g * u * u, xj, yj, q, inv_h, s->dm + e * p * p,
-                      s->db + e * p * dv);
+            add_point(model, g * u * u, xj, yj, q, inv_h, s->dm + e * p * p, s->db + e * p * dv);
         }
     }
 }
 
-void nw_ref_row_weights(const nw_model *model, size_t n, const float *x, size_t ldx,
-                        const float *q, const double *inv_h, size_t skip, const double *coef,
-                        float *weights) {
+void nw_ref_row_weights(const nw_model *model, size_t n, const float *x, size_t ldx, const float *q,
+                        const double *inv_h, size_t skip, const double *coef, float *weights) {
     const double t_near = nearest_t(model, n, x, ldx, q, inv_h, skip);
     for (size_t j = 0; j < n; j++) {
         weights[j] = 0.0f;

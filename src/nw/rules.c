@@ -5,7 +5,7 @@
 
 void nw_sort_floats(size_t n, float *a, float *tmp) {
     float *src = a, *dst = tmp;
-    for (size_t width = 1; width < n; width = width > n / 2 ? n : 2 * width) {
+    for (size_t width = 1; width<n; width = width> n / 2 ? n : 2 * width) {
         for (size_t lo = 0; lo < n; lo += 2 * width) {
             size_t mid = lo + width < n ? lo + width : n;
             size_t hi = mid + width < n ? mid + width : n;
@@ -37,8 +37,8 @@ static double quantile(size_t n, const float *sorted, double prob) {
     return (double)sorted[lo] + frac * ((double)sorted[lo + 1] - (double)sorted[lo]);
 }
 
-void nw_rule_of_thumb(nwattn_bandwidth_rule rule, size_t n, size_t d, const float *x,
-                      size_t ldx, double *h, float *scratch) {
+void nw_rule_of_thumb(nwattn_bandwidth_rule rule, size_t n, size_t d, const float *x, size_t ldx,
+                      double *h, float *scratch) {
     const double rate = pow((double)n, -1.0 / (double)(d + 4));
     for (size_t k = 0; k < d; k++) {
         double mean = 0.0, ss = 0.0;

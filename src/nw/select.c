@@ -29,8 +29,8 @@ void nwattn_cv_options_default(nwattn_cv_options *options) {
 typedef struct search {
     nw_plan *plan;
     size_t d;
-    double *start;     /* d */
-    double *h, *grad;  /* d: the last evaluation's bandwidths and dCV/dh */
+    double *start;    /* d */
+    double *h, *grad; /* d: the last evaluation's bandwidths and dCV/dh */
     size_t evals, max_evals;
     /* best point so far */
     double best_cv;
@@ -56,8 +56,8 @@ static double evaluate(search *s, const double *h, double *grad_log) {
 
 /* CV at scale e^x of the start; *slope = dCV/dx. */
 static double at_scale(search *s, double x, double *slope) {
-    for (size_t k = 0; k < s->d; k++)
-        s->h[k] = s->start[k] * exp(x);
+    for (size_t k = 0; k < s->d; k++) /* float bandwidths: the answer is one of them */
+        s->h[k] = (double)(float)(s->start[k] * exp(x));
     double cv = evaluate(s, s->h, NULL);
     double g = 0.0;
     for (size_t k = 0; k < s->d; k++)
@@ -132,8 +132,8 @@ static int golden(search *s, double a, double b, double tol) {
 }
 
 /* From the best grid point p: find a bracket with a slope sign change and narrow it. */
-static int refine_1d(search *s, const double *xs, const double *fs, const double *gs,
-                     size_t grid, size_t p, double tol) {
+static int refine_1d(search *s, const double *xs, const double *fs, const double *gs, size_t grid,
+                     size_t p, double tol) {
     if (s->plan->model.kernel == NWATTN_KERNEL_UNIFORM)
         return golden(s, xs[p > 0 ? p - 1 : 0], xs[p + 1 < grid ? p + 1 : p], tol);
     if (gs[p] == 0.0)
@@ -199,7 +199,7 @@ static double dot(size_t d, const double *a, const double *b) {
 
 static double eval_log(search *s, const double *theta, double *grad_log, double *hbuf) {
     for (size_t k = 0; k < s->d; k++)
-        hbuf[k] = exp(theta[k]);
+        hbuf[k] = (double)(float)exp(theta[k]);
     return evaluate(s, hbuf, grad_log);
 }
 
@@ -218,8 +218,8 @@ static void bfgs_update(size_t d, double *hinv, const double *s, const double *y
     const double yhy = dot(d, y, tmp);
     for (size_t a = 0; a < d; a++)
         for (size_t b = 0; b < d; b++)
-            hinv[a * d + b] += -r * (tmp[a] * s[b] + s[a] * tmp[b]) +
-                               (r * r * yhy + r) * s[a] * s[b];
+            hinv[a * d + b] +=
+                -r * (tmp[a] * s[b] + s[a] * tmp[b]) + (r * r * yhy + r) * s[a] * s[b];
 }
 
 static int bfgs(search *s, bfgs_mem *m, double f, double tol) {
@@ -274,8 +274,8 @@ static int bfgs(search *s, bfgs_mem *m, double f, double tol) {
 }
 
 /* ---- The entry point ----------------------------------------------------------------------- */
-static nwattn_status check_options(nwattn_context *ctx, const nwattn_cv_options *given,
-                                   size_t d, nwattn_cv_options *out) {
+static nwattn_status check_options(nwattn_context *ctx, const nwattn_cv_options *given, size_t d,
+                                   nwattn_cv_options *out) {
     nwattn_cv_options_default(out);
     if (given == NULL)
         return NWATTN_OK;
@@ -312,8 +312,8 @@ static nwattn_status check_options(nwattn_context *ctx, const nwattn_cv_options 
 }
 
 nwattn_status nwattn_nw_select_bandwidth(nwattn_context *ctx, const nwattn_regression *model,
-                                         size_t n, size_t d, size_t dv, const float *x,
-                                         size_t ldx, const float *y, size_t ldy,
+                                         size_t n, size_t d, size_t dv, const float *x, size_t ldx,
+                                         const float *y, size_t ldy,
                                          const nwattn_cv_options *options, float *bandwidths,
                                          nwattn_cv_report *report, float *curve_scales,
                                          double *curve_cv) {
@@ -350,14 +350,13 @@ nwattn_status nwattn_nw_select_bandwidth(nwattn_context *ctx, const nwattn_regre
         !nw_add(doubles, 3 * grid, &doubles) || !nw_mul(doubles, sizeof(double), &bytes) ||
         !nw_add(bytes, plan_bytes, &bytes) || !nw_mul(n, 2 * sizeof(float), &floats) ||
         !nw_add(bytes, floats, &bytes))
-        return nw_fail(ctx, NWATTN_ERR_OVERFLOW, "working memory for n = %zu, d = %zu overflows",
-                       n, d);
+        return nw_fail(ctx, NWATTN_ERR_OVERFLOW, "working memory for n = %zu, d = %zu overflows", n,
+                       d);
     plan_bytes = plan_bytes / sizeof(double) * sizeof(double);
     void *mem;
     NW_TRY(nw_workspace(ctx, bytes, &mem));
     double *xs = (double *)(void *)((char *)mem + plan_bytes), *fs = xs + grid, *gs = fs + grid,
-           *start = gs + grid, *h = start + d, *grad = h + d, *best_h = grad + d,
-           *vec = best_h + d;
+           *start = gs + grid, *h = start + d, *grad = h + d, *best_h = grad + d, *vec = best_h + d;
     float *rule_scratch = (float *)(void *)(vec + 11 * d + dd);
     for (size_t k = 0; k < d; k++)
         best_h[k] = 0.0;
@@ -389,14 +388,14 @@ nwattn_status nwattn_nw_select_bandwidth(nwattn_context *ctx, const nwattn_regre
     }
     if (!isfinite(fs[best]))
         return nw_fail(ctx, NWATTN_ERR_DEGENERATE_DATA,
-                       "the CV score is not finite anywhere on the grid (scales %g to %g)",
-                       exp(lo), exp(hi));
+                       "the CV score is not finite anywhere on the grid (scales %g to %g)", exp(lo),
+                       exp(hi));
 
     int converged;
     if (d == 1) {
         converged = refine_1d(&s, xs, fs, gs, grid, best, opt.tolerance);
     } else {
-        bfgs_mem m = {vec, vec + d, vec + 2 * d, vec + 3 * d, vec + 4 * d, vec + 5 * d,
+        bfgs_mem m = {vec,         vec + d,      vec + 2 * d, vec + 3 * d, vec + 4 * d, vec + 5 * d,
                       vec + 6 * d, vec + 11 * d, vec + 7 * d, vec + 8 * d, vec + 9 * d};
         for (size_t k = 0; k < d; k++) {
             m.theta[k] = log(start[k]) + xs[best];

@@ -29,9 +29,8 @@ size_t nw_wmodel_bytes(const nw_kernels *kernels, const nw_wmodel_args *a) {
     }
     const size_t rows = block_rows(a);
     size_t block, yh;
-    if (!nw_mul(rows, a->n, &block) || !nw_mul(block, 2, &floats) ||
-        !nw_mul(rows, a->dv, &yh) || !nw_add(floats, yh, &floats) ||
-        !nw_mul(floats, sizeof(float), &bytes))
+    if (!nw_mul(rows, a->n, &block) || !nw_mul(block, 2, &floats) || !nw_mul(rows, a->dv, &yh) ||
+        !nw_add(floats, yh, &floats) || !nw_mul(floats, sizeof(float), &bytes))
         return SIZE_MAX;
     extra = kernels->scores_workspace(&unit_gaussian, rows, a->n, a->d);
     if (extra == SIZE_MAX || !nw_add(bytes, extra, &bytes) || !nw_add(bytes, 16, &bytes))
@@ -40,10 +39,10 @@ size_t nw_wmodel_bytes(const nw_kernels *kernels, const nw_wmodel_args *a) {
 }
 
 /* ---- Fast path ----------------------------------------------------------------------------- */
-static void run_fast(const nw_kernels *kernels, const nw_wmodel_args *a, void *mem,
-                     double *loss, double *grad) {
+static void run_fast(const nw_kernels *kernels, const nw_wmodel_args *a, void *mem, double *loss,
+                     double *grad) {
     const size_t rows_max = block_rows(a), n = a->n, dv = a->dv, lds = n > 0 ? n : 1;
-    float *s0 = mem;                      /* rows×n: -|q - k|^2 / 2 */
+    float *s0 = mem;                          /* rows×n: -|q - k|^2 / 2 */
     float *alpha_block = s0 + rows_max * lds; /* rows×n: weights, unless the caller's */
     float *yh_block = alpha_block + rows_max * lds;
     char *scratch_bytes = (char *)(yh_block + rows_max * dv);
@@ -56,8 +55,8 @@ static void run_fast(const nw_kernels *kernels, const nw_wmodel_args *a, void *m
         const size_t lda = a->weights ? a->ldw : lds;
         float *yh = a->yhat ? a->yhat + i0 * a->ldyhat : yh_block;
         const size_t ldyh = a->yhat ? a->ldyhat : (dv > 0 ? dv : 1);
-        kernels->scores(&unit_gaussian, rows, n, a->d, a->q + i0 * a->ldq, a->ldq, a->k, a->ldk,
-                        s0, lds, scratch);
+        kernels->scores(&unit_gaussian, rows, n, a->d, a->q + i0 * a->ldq, a->ldq, a->k, a->ldk, s0,
+                        lds, scratch);
         for (size_t r = 0; r < rows; r++)
             for (size_t j = 0; j < n; j++)
                 alpha[r * lda + j] = w2 * s0[r * lds + j];
@@ -91,8 +90,7 @@ static void run_fast(const nw_kernels *kernels, const nw_wmodel_args *a, void *m
 
 /* ---- Reference path ------------------------------------------------------------------------ */
 /* Row i's masked softmax of w^2 s0 in double (alpha; zeros when fully masked). */
-static void reference_weights(const nw_wmodel_args *a, size_t i, const double *s0,
-                              double *alpha) {
+static void reference_weights(const nw_wmodel_args *a, size_t i, const double *s0, double *alpha) {
     const nw_mask *mk = &a->mask;
     const size_t n = a->n, limit = nw_mask_row_limit(mk, 0, i, n);
     const size_t excluded = nw_mask_excluded_key(mk, i);
