@@ -19,6 +19,7 @@ static nwattn_status predict_pooled(nwattn_context *ctx, const nw_call *call, co
     args.score.bandwidths = bandwidths;
     args.mask.m = m;
     args.batch = 1;
+    args.heads = 1;
     args.m = m;
     args.n = n;
     args.d = mod->d;
@@ -28,9 +29,9 @@ static nwattn_status predict_pooled(nwattn_context *ctx, const nw_call *call, co
     args.v = y, args.ldv = ldy;
     args.o = yq, args.ldo = ldyq;
     args.w = weights, args.ldw = ldw;
-    const int blas_ok = nw_call_blas_ok(call) && n <= NW_BLAS_INT_MAX;
     const nw_kernels *kernels;
-    NW_TRY(nw_select_kernels(ctx, blas_ok, &kernels));
+    NW_TRY(nw_select_pool_kernels(ctx, nw_call_blas_ok(call), n <= NW_BLAS_INT_MAX, &args,
+                                  &kernels));
     return nw_pool_run(ctx, kernels, &args);
 }
 
