@@ -446,8 +446,12 @@ NWATTN_API nwattn_status nwattn_attention(nwattn_context *ctx,
  *   where t_near is the nearest point's and T = 17 + ln(n): what is left out weighs less than
  *   e^-17 (about float32 epsilon) of the total. Relative agreement with the reference on
  *   predictions and CV scores is about 1e-6 (README "Accuracy").
- * Working memory is O((n + m) · (d + dv)) beyond nwattn_pool's blocks: never an n×n matrix
- * unless the caller asks for the m×n weights.
+ * Threads: the fast path spreads query rows (predictions, leave-one-out rows) over the
+ * context's threads (nwattn_context_set_threads) in fixed units of 32 rows whose partial sums
+ * are added in unit order, so results are the same bit for bit with any number of threads.
+ * The reference path runs on the calling thread.
+ * Working memory is O((n + m) · (d + dv)) per thread beyond nwattn_pool's blocks: never an n×n
+ * matrix unless the caller asks for the m×n weights.
  */
 
 typedef enum nwattn_kernel {

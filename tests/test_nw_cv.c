@@ -272,6 +272,50 @@ static void test_fast_matches_reference_large(void **state) {
     nwattn_context_destroy(ref);
 }
 
+/* Context threads split the rows into fixed units reduced in order: the results are the same
+ * bit for bit with any number of threads. */
+static void test_threads_same_results(void **state) {
+    (void)state;
+    nwattn_rng rng;
+    nwattn_rng_seed(&rng, 9);
+    const size_t n = 300, m = 133;
+    float *x = nt_matrix(&rng, n, 2, 2, 0, 5), *y = nt_matrix(&rng, n, 1, 1, -1, 1);
+    float *xq = nt_matrix(&rng, m, 2, 2, 0, 5);
+    float *a = nt_alloc(m * sizeof(float)), *b = nt_alloc(m * sizeof(float));
+    float *wa = nt_alloc(m * n * sizeof(float)), *wb = nt_alloc(m * n * sizeof(float));
+    const float h[4] = {0.5f, 0.7f, 0.3f, 0.4f};
+    for (size_t k = 0; k < 5; k++) {
+        nwattn_regression model = {all_kernels[k], NWATTN_LOCAL_LINEAR, 0};
+        double cv1[2], g1[4], cvt[2], gt[4];
+        float h1[2], ht[2];
+        nwattn_context *one = nt_context(NWATTN_BACKEND_AUTO);
+        NT_ASSERT_OK(one, nwattn_nw_cv(one, &model, n, 2, 1, x, 2, y, 1, 2, h, 2, cv1, g1, 2, NULL));
+        NT_ASSERT_OK(one, nwattn_nw_predict(one, &model, h, m, n, 2, 1, xq, 2, x, 2, y, 1, a, 1, wa,
+                                            n, NULL, NULL));
+        nwattn_cv_options quick = {6, 0.3f, 3.0f, NULL, 30, 1e-3};
+        NT_ASSERT_OK(one, nwattn_nw_select_bandwidth(one, &model, n, 2, 1, x, 2, y, 1, &quick, h1,
+                                                     NULL, NULL, NULL));
+        for (size_t threads = 2; threads <= 3; threads++) {
+            nwattn_context *many = nt_context(NWATTN_BACKEND_AUTO);
+            NT_ASSERT_OK(many, nwattn_context_set_threads(many, threads));
+            NT_ASSERT_OK(many, nwattn_nw_cv(many, &model, n, 2, 1, x, 2, y, 1, 2, h, 2, cvt, gt, 2,
+                                            NULL));
+            NT_ASSERT_OK(many, nwattn_nw_predict(many, &model, h, m, n, 2, 1, xq, 2, x, 2, y, 1, b,
+                                                 1, wb, n, NULL, NULL));
+            NT_ASSERT_OK(many, nwattn_nw_select_bandwidth(many, &model, n, 2, 1, x, 2, y, 1, &quick,
+                                                          ht, NULL, NULL, NULL));
+            assert_memory_equal(cv1, cvt, sizeof cv1);
+            assert_memory_equal(g1, gt, sizeof g1);
+            assert_memory_equal(a, b, m * sizeof(float));
+            assert_memory_equal(wa, wb, m * n * sizeof(float));
+            assert_memory_equal(h1, ht, sizeof h1);
+            nwattn_context_destroy(many);
+        }
+        nwattn_context_destroy(one);
+    }
+    free(x), free(y), free(xq), free(a), free(b), free(wa), free(wb);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_loo_equals_refitting),
@@ -280,6 +324,7 @@ int main(void) {
         cmocka_unit_test(test_not_admissible),
         cmocka_unit_test(test_duplicates),
         cmocka_unit_test(test_fast_matches_reference_large),
+        cmocka_unit_test(test_threads_same_results),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

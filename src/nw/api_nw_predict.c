@@ -5,6 +5,7 @@
 
 #include "nw.h"
 #include "pool.h"
+#include "threads.h"
 
 static nwattn_status predict_pooled(nwattn_context *ctx, const nw_call *call, const nw_model *mod,
                                     const float *bandwidths, size_t m, size_t n, const float *xq,
@@ -35,54 +36,64 @@ static nwattn_status predict_pooled(nwattn_context *ctx, const nw_call *call, co
     return nw_pool_run(ctx, kernels, &args);
 }
 
-/* The row engines; returns the number of flagged rows. */
-static size_t predict_rows(const nw_model *mod, int fast, void *mem, size_t plan_bytes,
-                           const float *bandwidths, size_t m, size_t n, const float *xq, size_t ldq,
-                           const float *x, size_t ldx, const float *y, size_t ldy, float *yq,
-                           size_t ldyq, float *weights, size_t ldw, unsigned char *row_flags) {
-    const size_t d = mod->d, dv = mod->dv;
-    nw_plan plan;
-    nw_plan_init(&plan, mod, fast, n, x, ldx, y, ldy, mem);
-    double *inv_h = (double *)(void *)((char *)mem + plan_bytes), *coef = inv_h + d;
-    float *inv_hf = (float *)(void *)(coef + mod->p);
-    for (size_t k = 0; k < d; k++) {
-        inv_h[k] = 1.0 / (double)bandwidths[k];
-        inv_hf[k] = (float)inv_h[k];
-    }
+/* The row engines, a unit of query rows at a time; partial[u · (3 + d)] counts the flagged
+ * rows of unit u. */
+typedef struct predict_job {
+    nw_plan *plan;
+    size_t m;
+    const float *xq;
+    size_t ldq;
+    float *yq;
+    size_t ldyq;
+    float *weights;
+    size_t ldw;
+    unsigned char *row_flags;
+} predict_job;
+
+static void predict_unit(void *arg, size_t unit, size_t worker) {
+    const predict_job *job = arg;
+    nw_plan *plan = job->plan;
+    const nw_model *mod = &plan->model;
+    nw_worker *wk = &plan->workers[worker];
+    const size_t n = plan->n, d = mod->d, dv = mod->dv;
     size_t flagged = 0;
-    for (size_t i = 0; i < m; i++) {
-        const float *q = xq + i * ldq;
-        float *wrow = weights != NULL ? weights + i * ldw : NULL;
+    const size_t end = (unit + 1) * NW_UNIT_ROWS < job->m ? (unit + 1) * NW_UNIT_ROWS : job->m;
+    for (size_t i = unit * NW_UNIT_ROWS; i < end; i++) {
+        const float *q = job->xq + i * job->ldq;
+        float *wrow = job->weights != NULL ? job->weights + i * job->ldw : NULL;
         nw_sums s;
-        nw_sums_init(&s, plan.sums_mem, mod, 0);
-        if (fast)
-            nw_fast_row(&plan.engine, q, inv_hf, SIZE_MAX, &s);
+        nw_sums_init(&s, wk->sums_mem, mod, 0);
+        if (plan->fast)
+            nw_fast_row(&wk->engine, q, plan->inv_hf, SIZE_MAX, &s);
         else
-            nw_ref_row(mod, n, x, ldx, y, ldy, q, inv_h, SIZE_MAX, &s);
-        unsigned flags =
-            nw_finish_row(mod, &s, fast, plan.work, plan.yhat, NULL, wrow != NULL ? coef : NULL);
+            nw_ref_row(mod, n, plan->x, plan->ldx, plan->y, plan->ldy, q, plan->inv_h, SIZE_MAX,
+                       &s);
+        unsigned flags = nw_finish_row(mod, &s, plan->fast, wk->work, wk->yhat, NULL,
+                                       wrow != NULL ? wk->coef : NULL);
         if (flags & NWATTN_ROW_EMPTY) {
             if (mod->empty == NWATTN_EMPTY_NEAREST) {
-                nw_nearest(n, d, dv, x, ldx, y, ldy, q, inv_h, SIZE_MAX, plan.yhat, wrow);
+                nw_nearest(n, d, dv, plan->x, plan->ldx, plan->y, plan->ldy, q, plan->inv_h,
+                           SIZE_MAX, wk->yhat, wrow);
             } else {
                 for (size_t c = 0; c < dv; c++)
-                    plan.yhat[c] = mod->empty == NWATTN_EMPTY_NAN ? (double)NAN : 0.0;
+                    wk->yhat[c] = mod->empty == NWATTN_EMPTY_NAN ? (double)NAN : 0.0;
                 for (size_t j = 0; wrow != NULL && j < n; j++)
                     wrow[j] = 0.0f;
             }
         } else if (wrow != NULL) {
-            if (fast)
-                nw_fast_row_weights(&plan.engine, q, inv_hf, SIZE_MAX, coef, wrow);
+            if (plan->fast)
+                nw_fast_row_weights(&wk->engine, q, plan->inv_hf, SIZE_MAX, wk->coef, wrow);
             else
-                nw_ref_row_weights(mod, n, x, ldx, q, inv_h, SIZE_MAX, coef, wrow);
+                nw_ref_row_weights(mod, n, plan->x, plan->ldx, q, plan->inv_h, SIZE_MAX,
+                                   wk->coef, wrow);
         }
         for (size_t c = 0; c < dv; c++)
-            yq[i * ldyq + c] = (float)plan.yhat[c];
-        if (row_flags != NULL)
-            row_flags[i] = (unsigned char)flags;
+            job->yq[i * job->ldyq + c] = (float)wk->yhat[c];
+        if (job->row_flags != NULL)
+            job->row_flags[i] = (unsigned char)flags;
         flagged += flags != 0;
     }
-    return flagged;
+    plan->partial[unit * (3 + d)] = (double)flagged;
 }
 
 nwattn_status nwattn_nw_predict(nwattn_context *ctx, const nwattn_regression *model,
@@ -130,17 +141,23 @@ nwattn_status nwattn_nw_predict(nwattn_context *ctx, const nwattn_regression *mo
 
     int fast;
     NW_TRY(nw_select_fast(ctx, &fast));
-    /* The plan, then inv_h (d doubles), coef (p doubles), inv_h as floats (d, in doubles). */
-    size_t plan_bytes = nw_plan_bytes(&mod, fast, n), bytes;
-    if (plan_bytes == SIZE_MAX || !nw_add(plan_bytes, sizeof(double) - 1, &plan_bytes) ||
-        !nw_add(plan_bytes / sizeof(double) * sizeof(double), (2 * d + mod.p) * sizeof(double),
-                &bytes))
+    const size_t threads = fast ? ctx->threads : 1, units = nw_units(m);
+    size_t bytes = nw_plan_bytes(&mod, fast, n, threads, units);
+    if (bytes == SIZE_MAX)
         return nw_fail(ctx, NWATTN_ERR_OVERFLOW, "working memory for n = %zu overflows", n);
-    plan_bytes = plan_bytes / sizeof(double) * sizeof(double);
     void *mem;
     NW_TRY(nw_workspace(ctx, bytes, &mem));
-    size_t flagged = predict_rows(&mod, fast, mem, plan_bytes, bandwidths, m, n, xq, ldq, x, ldx, y,
-                                  ldy, yq, ldyq, weights, ldw, row_flags);
+    nw_plan plan;
+    nw_plan_init(&plan, &mod, fast, n, x, ldx, y, ldy, threads, units, mem);
+    for (size_t k = 0; k < d; k++) {
+        plan.inv_h[k] = 1.0 / (double)bandwidths[k];
+        plan.inv_hf[k] = (float)plan.inv_h[k];
+    }
+    predict_job job = {&plan, m, xq, ldq, yq, ldyq, weights, ldw, row_flags};
+    nw_parallel_for(threads, units, predict_unit, &job);
+    size_t flagged = 0;
+    for (size_t u = 0; u < units; u++)
+        flagged += (size_t)plan.partial[u * (3 + d)];
     if (n_flagged != NULL)
         *n_flagged = flagged;
     return NWATTN_OK;

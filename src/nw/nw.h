@@ -117,29 +117,48 @@ void nw_ref_row_weights(const nw_model *model, size_t n, const float *x, size_t 
 double nw_ref_kernel(nwattn_kernel kernel, double t, double t_near, double *g);
 
 /* ---- Plans: prediction and cross-validation ------------------------------------------------ */
+/* Rows are processed in units of NW_UNIT_ROWS, spread over the context's threads; each unit
+ * keeps its own partial results, reduced in unit order, so that the results do not depend on
+ * the number of threads. */
+#define NW_UNIT_ROWS ((size_t)32)
+
+/* One worker's scratch. */
+typedef struct nw_worker {
+    nw_fast engine; /* fast path: the worker's own chunk buffers */
+    double *sums_mem, *work, *yhat, *dyhat, *coef;
+    float *q; /* a query's coordinates (d floats) */
+} nw_worker;
+
 /* Everything the rows of one data set need, prepared once (the fast path's sorted copy) for
  * many queries or bandwidths. */
 typedef struct nw_plan {
     nw_model model;
     int fast;
-    size_t n;
+    size_t n, threads, units;
     /* caller's layout (reference path, nearest points) */
     const float *x, *y;
     size_t ldx, ldy;
-    /* fast path */
-    nw_train train;
-    nw_fast engine;
-    /* scratch */
-    double *sums_mem, *work, *yhat, *dyhat;
+    nw_train train;   /* fast path */
+    nw_worker *workers; /* threads of them */
+    double *inv_h;      /* d: the current bandwidths' inverses */
+    float *inv_hf;      /* the same in float */
+    double *partial;    /* units × (3 + d): per-unit results */
 } nw_plan;
 
-/* Working memory of a plan, in bytes (SIZE_MAX on overflow). */
-size_t nw_plan_bytes(const nw_model *model, int fast, size_t n);
+/* Working memory of a plan with `threads` workers and `units` units of rows (SIZE_MAX on
+ * overflow). */
+size_t nw_plan_bytes(const nw_model *model, int fast, size_t n, size_t threads, size_t units);
 void nw_plan_init(nw_plan *plan, const nw_model *model, int fast, size_t n, const float *x,
-                  size_t ldx, const float *y, size_t ldy, void *mem);
+                  size_t ldx, const float *y, size_t ldy, size_t threads, size_t units,
+                  void *mem);
+/* Sets the bandwidths of the next rows (d values, all > 0). */
+void nw_plan_bandwidths(nw_plan *plan, const double *h);
+/* The units needed for rows rows. */
+static inline size_t nw_units(size_t rows) { return (rows + NW_UNIT_ROWS - 1) / NW_UNIT_ROWS; }
 
 /* CV at bandwidths h (d values, all > 0); grad (optional, d values) receives dCV/dh_k.
- * Returns the number of flagged leave-one-out rows; *cv is +INFINITY if one is empty. */
+ * Returns the number of flagged leave-one-out rows; *cv is +INFINITY if one is empty. The
+ * plan has nw_units(n) units. */
 size_t nw_cv_evaluate(nw_plan *plan, const double *h, double *cv, double *grad);
 
 /* The smallest common scale s such that s·h gives every point a neighbour with a positive
