@@ -144,8 +144,8 @@ NWATTN_API void nwattn_context_destroy(nwattn_context *ctx);
 NWATTN_API nwattn_status nwattn_context_set_backend(nwattn_context *ctx, nwattn_backend backend);
 NWATTN_API nwattn_backend nwattn_context_get_backend(const nwattn_context *ctx);
 
-/* Threads. A context has `threads` workers for the fused pooling (default 1: everything runs
- * on the calling thread). With threads > 1 a fused call cuts the problem into units of (batch
+/* Threads. A context has `threads` workers for the fused pooling and for the fast path of the
+ * Nadaraya-Watson regression functions (default 1: everything runs on the calling thread). With threads > 1 a fused call cuts the problem into units of (batch
  * item, head, block of query rows), starts threads - 1 pthreads for the call, runs units on
  * them and on the calling thread, and joins them before it returns; no thread outlives a call.
  * Every unit runs its tile products as separate BLAS calls on its own worker, and the tiles

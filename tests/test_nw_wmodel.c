@@ -23,7 +23,7 @@ typedef struct wdata {
     nwattn_mask mask;
 } wdata;
 
-static wdata make_data(const wcase *c, nwattn_rng *rng) {
+static void make_data(const wcase *c, nwattn_rng *rng, wdata *out) {
     wdata w;
     memset(&w, 0, sizeof w);
     w.q = nt_matrix(rng, c->m, c->d, c->d + 1, 0, 3);
@@ -36,7 +36,8 @@ static wdata make_data(const wcase *c, nwattn_rng *rng) {
     for (size_t i = 0; c->lens && i < c->m; i++)
         w.lens[i] = (i * 5) % (c->n + 1);
     w.mask.valid_lens = c->lens ? w.lens : NULL;
-    return w;
+    *out = w;
+    out->mask.valid_lens = c->lens ? out->lens : NULL; /* into out, not the local */
 }
 
 static void free_data(const wcase *c, wdata *w) {
@@ -62,7 +63,8 @@ static void test_gradient_and_backends(void **state) {
     const float ws[4] = {0.3f, -1.7f, 2.5f, 0.0f};
     for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
         const wcase *c = &cases[ci];
-        wdata w = make_data(c, &rng);
+        wdata w;
+        make_data(c, &rng, &w);
         float *ya = nt_alloc(c->m * c->dv * sizeof(float)),
               *yb = nt_alloc(c->m * c->dv * sizeof(float));
         float *wa = nt_alloc(c->m * c->n * sizeof(float)),
@@ -103,7 +105,8 @@ static void test_equivalences(void **state) {
     nwattn_rng_seed(&rng, 6);
     for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
         const wcase *c = &cases[ci];
-        wdata w = make_data(c, &rng);
+        wdata w;
+        make_data(c, &rng, &w);
         float *a = nt_alloc(c->m * c->dv * sizeof(float)),
               *b = nt_alloc(c->m * c->dv * sizeof(float));
         evaluate(ctx, c, &w, 0.0f, a, NULL, NULL, NULL);

@@ -283,7 +283,7 @@ NW_INLINE void window_1d(const nw_fast *f, float q, float inv_h, size_t skip, si
         size_t pos = bound(x, n, (double)q, 0);
         float t_near = INFINITY;
         size_t left = pos > 0 ? pos - 1 : SIZE_MAX, right = pos;
-        if (left == skip)
+        if (left != SIZE_MAX && left == skip) /* (skip is SIZE_MAX when nothing is left out) */
             left = left > 0 ? left - 1 : SIZE_MAX;
         if (right == skip)
             right++;
