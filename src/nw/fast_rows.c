@@ -17,9 +17,9 @@
  * inline so that each copy gets them compiled for its instruction set. */
 #if defined(NWATTN_MULTIVERSION) && NWATTN_MULTIVERSION && defined(__x86_64__) &&                  \
     defined(__ELF__) && defined(__has_attribute)
-#if __has_attribute(target_clones)
+#if __has_attribute(target_clones) /* CPU names: clang 14 silently drops an x86-64-v3 clone */
 #define NW_TARGET_CLONES                                                                           \
-    __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+    __attribute__((target_clones("arch=skylake-avx512", "arch=haswell", "default")))
 #endif
 #endif
 #ifndef NW_TARGET_CLONES
@@ -381,7 +381,8 @@ NW_INLINE void visit(const nw_fast *f, const float *q, const float *inv_h, size_
 
 /* ---- Rows ---------------------------------------------------------------------------------- */
 NW_TARGET_CLONES
-void nw_fast_row(const nw_fast *f, const float *q, const float *inv_h, size_t skip, nw_sums *s) {
+static void fast_row(const nw_fast *f, const float *q, const float *inv_h, size_t skip,
+                     nw_sums *s) {
     const nw_model *model = f->model;
     const size_t n = f->train->n, d = model->d, p = model->p, dv = model->dv;
     const int grad = s->dm != NULL;
@@ -409,8 +410,8 @@ void nw_fast_row(const nw_fast *f, const float *q, const float *inv_h, size_t sk
 }
 
 NW_TARGET_CLONES
-void nw_fast_row_weights(const nw_fast *f, const float *q, const float *inv_h, size_t skip,
-                         const double *coef, float *weights) {
+static void fast_row_weights(const nw_fast *f, const float *q, const float *inv_h, size_t skip,
+                             const double *coef, float *weights) {
     const nw_model *model = f->model;
     const size_t n = f->train->n, p = model->p;
     const size_t *perm = f->train->perm;
@@ -433,4 +434,15 @@ void nw_fast_row_weights(const nw_fast *f, const float *q, const float *inv_h, s
             weights[perm[j0 + j]] = (float)((double)b.k[j] * factor);
         }
     }
+}
+
+/* Plain entry points: a multiversioned function is only callable by name from its own file
+ * with clang, so the clones stay static. */
+void nw_fast_row(const nw_fast *f, const float *q, const float *inv_h, size_t skip, nw_sums *s) {
+    fast_row(f, q, inv_h, skip, s);
+}
+
+void nw_fast_row_weights(const nw_fast *f, const float *q, const float *inv_h, size_t skip,
+                         const double *coef, float *weights) {
+    fast_row_weights(f, q, inv_h, skip, coef, weights);
 }
