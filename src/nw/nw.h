@@ -87,12 +87,20 @@ void nw_train_fill(nw_train *t, void *mem, size_t n, size_t d, size_t dv, const 
                    size_t ldx, const float *y, size_t ldy);
 
 /* ---- The fast row engine (float weights, double sums) -------------------------------------- */
-typedef struct nw_fast {
+typedef struct nw_fast nw_fast;
+typedef void (*nw_fast_row_fn)(const nw_fast *f, const float *q, const float *inv_h, size_t skip,
+                               nw_sums *s);
+typedef void (*nw_fast_weights_fn)(const nw_fast *f, const float *q, const float *inv_h,
+                                   size_t skip, const double *coef, float *weights);
+struct nw_fast {
     const nw_model *model;
     const nw_train *train;
     float tail; /* T: weights below e^-T of the largest are left out (Gaussian, Laplace) */
     float *buf; /* nw_fast_buffer_floats */
-} nw_fast;
+    /* the copy for this machine's instruction set (chosen by nw_fast_init) */
+    nw_fast_row_fn row;
+    nw_fast_weights_fn row_weights;
+};
 
 size_t nw_fast_buffer_floats(const nw_model *model, size_t n);
 void nw_fast_init(nw_fast *f, const nw_model *model, const nw_train *train, float *buf);
