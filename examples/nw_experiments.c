@@ -79,7 +79,8 @@ static void print_row(const char *method, double h, double err, double entropy, 
         printf("  %-36s %9.4f  %9.4f  %8.3f  %7.2f\n", method, h, err, entropy, n_eff);
 }
 
-/* ---- Seed 2: d2l ------------------------------------------------------------------------------ */
+/* ---- Seed 2: d2l ------------------------------------------------------------------------------
+ */
 static void seed2(uint64_t seed) {
     enum { N = 50, M = 50 };
     float x[N], y[N], xq[M], f[M], pred[M], weights[M * N];
@@ -91,9 +92,10 @@ static void seed2(uint64_t seed) {
     CHECK(nwattn_dataset_truth(ctx, NWATTN_DATASET_D2L, M, xq, f));
     const float w0 = (float)nwattn_rng_uniform(&rng); /* d2l: torch.rand((1,)) */
 
-    printf("Seed 2 (d2l.ai attention pooling), seed %llu: n_train = %d, x sorted uniform on [0, 5),\n"
-           "  y = 2 sin x + x^0.8 + N(0, 0.5^2); %d queries x = 0.0, 0.1, ..., 4.9\n\n",
-           (unsigned long long)seed, N, M);
+    printf(
+        "Seed 2 (d2l.ai attention pooling), seed %llu: n_train = %d, x sorted uniform on [0, 5),\n"
+        "  y = 2 sin x + x^0.8 + N(0, 0.5^2); %d queries x = 0.0, 0.1, ..., 4.9\n\n",
+        (unsigned long long)seed, N, M);
 
     /* training the learnable-w model */
     nwattn_sgd sgd = {0.5f, 5};
@@ -141,8 +143,8 @@ static void seed2(uint64_t seed) {
         float h;
         CHECK(nwattn_nw_select_bandwidth(ctx, &model, N, 1, 1, x, 1, y, 1, NULL, &h, NULL, NULL,
                                          NULL));
-        CHECK(nwattn_nw_predict(ctx, &model, &h, M, N, 1, 1, xq, 1, x, 1, y, 1, pred, 1, weights,
-                                N, NULL, NULL));
+        CHECK(nwattn_nw_predict(ctx, &model, &h, M, N, 1, 1, xq, 1, x, 1, y, 1, pred, 1, weights, N,
+                                NULL, NULL));
         if (k == 0) {
             weight_stats(M, N, weights, &ent, &neff, NULL);
             print_row("NW, CV-chosen h (Gaussian)", h, mse(pred, f, M), ent, neff);
@@ -153,8 +155,9 @@ static void seed2(uint64_t seed) {
     }
     printf("\n  The loss falls, w ends %s 1 and the trained weights are %s than the\n"
            "  nonparametric ones (mean row entropy %.3f vs %.3f, of at most ln 50 = %.3f).\n\n",
-           w > 1.0f ? "above" : "NOT above", sharp_entropy < smooth_entropy ? "sharper" : "NOT sharper",
-           sharp_entropy, smooth_entropy, log(50.0));
+           w > 1.0f ? "above" : "NOT above",
+           sharp_entropy < smooth_entropy ? "sharper" : "NOT sharper", sharp_entropy,
+           smooth_entropy, log(50.0));
 }
 
 /* ---- Seed 1: the noisy sine ---------------------------------------------------------------- */
@@ -174,8 +177,8 @@ static void seed1(uint64_t seed) {
     float h_cv, scales[16];
     double curve[16];
     nwattn_cv_report report;
-    CHECK(nwattn_nw_select_bandwidth(ctx, &gauss, N, 1, 1, x, 1, y, 1, NULL, &h_cv, &report,
-                                     scales, curve));
+    CHECK(nwattn_nw_select_bandwidth(ctx, &gauss, N, 1, 1, x, 1, y, 1, NULL, &h_cv, &report, scales,
+                                     curve));
     float start;
     CHECK(nwattn_bandwidth_rule_of_thumb(ctx, NWATTN_RULE_NORMAL_REFERENCE, N, 1, x, 1, &start));
 
@@ -249,8 +252,9 @@ static void consistency(int quick) {
         xq[i] = (float)(0.1 * i);
     CHECK(nwattn_dataset_truth(ctx, NWATTN_DATASET_D2L, M, xq, f));
     nwattn_regression gauss = {NWATTN_KERNEL_GAUSSIAN, NWATTN_LOCAL_CONSTANT, 0};
-    printf("Seed 2's exercise: more training data (d2l's data, MSE vs f on its 50 queries,\n"
-           "  mean of 5 draws): the CV bandwidth keeps improving; d2l's fixed h = 1 stays biased\n");
+    printf(
+        "Seed 2's exercise: more training data (d2l's data, MSE vs f on its 50 queries,\n"
+        "  mean of 5 draws): the CV bandwidth keeps improving; d2l's fixed h = 1 stays biased\n");
     printf("  %7s  %10s  %12s  %12s\n", "n_train", "mean CV h", "MSE (CV h)", "MSE (h = 1)");
     for (int s = 0; s < (quick ? 3 : 4); s++) {
         const size_t n = sizes[s];
@@ -266,8 +270,8 @@ static void consistency(int quick) {
             CHECK(nwattn_dataset_generate(ctx, NWATTN_DATASET_D2L, &rng, n, x, y));
             float h;
             const float one = 1.0f;
-            CHECK(nwattn_nw_select_bandwidth(ctx, &gauss, n, 1, 1, x, 1, y, 1, NULL, &h, NULL,
-                                             NULL, NULL));
+            CHECK(nwattn_nw_select_bandwidth(ctx, &gauss, n, 1, 1, x, 1, y, 1, NULL, &h, NULL, NULL,
+                                             NULL));
             CHECK(nwattn_nw_predict(ctx, &gauss, &h, M, n, 1, 1, xq, 1, x, 1, y, 1, pred, 1, NULL,
                                     0, NULL, NULL));
             err_cv += mse(pred, f, M) / 5.0;

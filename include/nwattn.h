@@ -145,18 +145,18 @@ NWATTN_API nwattn_status nwattn_context_set_backend(nwattn_context *ctx, nwattn_
 NWATTN_API nwattn_backend nwattn_context_get_backend(const nwattn_context *ctx);
 
 /* Threads. A context has `threads` workers for the fused pooling and for the fast path of the
- * Nadaraya-Watson regression functions (default 1: everything runs on the calling thread). With threads > 1 a fused call cuts the problem into units of (batch
- * item, head, block of query rows), starts threads - 1 pthreads for the call, runs units on
- * them and on the calling thread, and joins them before it returns; no thread outlives a call.
- * Every unit runs its tile products as separate BLAS calls on its own worker, and the tiles
- * are sized (m·n·k <= 2^18) so that OpenBLAS computes them on that worker without waking its
- * own thread pool: the two pools never compete for the cores.
- * The library never calls openblas_set_num_threads or changes any other process-wide
- * setting. The unfused BLAS path and the projections of nwattn_attention run on the calling
- * thread with the BLAS's own threads, however the caller configured them
- * (OPENBLAS_NUM_THREADS, openblas_set_num_threads). Use one pool at a time: either context
- * threads with the fused path, or BLAS threads with one context thread; README "Threads"
- * has the measurements. 1 <= threads <= NWATTN_MAX_THREADS, else NWATTN_ERR_BAD_PARAMETER. */
+ * Nadaraya-Watson regression functions (default 1: everything runs on the calling thread). With
+ * threads > 1 a fused call cuts the problem into units of (batch item, head, block of query rows),
+ * starts threads - 1 pthreads for the call, runs units on them and on the calling thread, and
+ * joins them before it returns; no thread outlives a call. Every unit runs its tile products as
+ * separate BLAS calls on its own worker, and the tiles are sized (m·n·k <= 2^18) so that OpenBLAS
+ * computes them on that worker without waking its own thread pool: the two pools never compete for
+ * the cores. The library never calls openblas_set_num_threads or changes any other process-wide
+ * setting. The unfused BLAS path and the projections of nwattn_attention run on the calling thread
+ * with the BLAS's own threads, however the caller configured them (OPENBLAS_NUM_THREADS,
+ * openblas_set_num_threads). Use one pool at a time: either context threads with the fused path,
+ * or BLAS threads with one context thread; README "Threads" has the measurements. 1 <= threads <=
+ * NWATTN_MAX_THREADS, else NWATTN_ERR_BAD_PARAMETER. */
 #define NWATTN_MAX_THREADS 256
 NWATTN_API nwattn_status nwattn_context_set_threads(nwattn_context *ctx, size_t threads);
 /* The context's thread count (1 for ctx == NULL). */
@@ -408,8 +408,8 @@ NWATTN_API nwattn_status nwattn_attention(nwattn_context *ctx,
  * Normalising constants are left out: they cancel in every ratio below. With d == 1, t = u^2
  * for u = (q - x_j) / h, and these are the textbook K(u). With d > 1 every kernel is radial in
  * the rescaled coordinates (the Gaussian is also the product of 1-D Gaussians), the convention
- * of NWATTN_SCORE_GAUSSIAN and NWATTN_SCORE_LAPLACE above. The first three kernels have support
- * everywhere; Epanechnikov, tricube and uniform are compact: K = 0 beyond t = 1.
+ * of NWATTN_SCORE_GAUSSIAN and NWATTN_SCORE_LAPLACE above. The Gaussian and Laplace kernels
+ * are positive everywhere; Epanechnikov, tricube and uniform are compact: K = 0 beyond t = 1.
  *
  * Estimators.
  *   Local constant (Nadaraya-Watson):  yhat(q) = sum_j K_j y_j / sum_j K_j.
@@ -438,14 +438,17 @@ NWATTN_API nwattn_status nwattn_attention(nwattn_context *ctx,
  * Backends (from the context, as everywhere).
  * - NWATTN_BACKEND_REFERENCE: every weight in double with the C library's exp, over all n
  *   training points; local linear systems through LAPACKE for every d. The oracle.
- * - NWATTN_BACKEND_AUTO / _BLAS (the fast path): the local constant Gaussian and Laplace fits
- *   use nwattn_pool's BLAS path. Everything else evaluates weights in float32 (vectorised exp)
- *   and accumulates in double. With d == 1 it sorts a copy of the training set and, for each
- *   query, visits only the points whose weight can matter: those in the support (compact
+ * - NWATTN_BACKEND_AUTO / _BLAS / _FUSED (the fast path): the local constant Gaussian and
+ *   Laplace fits go through nwattn_pool with the context's backend. Everything else evaluates
+ *   weights in float32 (vectorised exp; x86-64 copies for AVX2 and AVX-512 chosen at run time)
+ *   and sums in double (local constant: float partial sums of 16 terms first). With d == 1
+ *   it sorts a copy of the training set and, for each query, visits only the points whose
+ *   weight can matter: those in the support (compact
  *   kernels), those with t - t_near < 2T (Gaussian) or sqrt(t) - sqrt(t_near) < T (Laplace),
  *   where t_near is the nearest point's and T = 17 + ln(n): what is left out weighs less than
- *   e^-17 (about float32 epsilon) of the total. Relative agreement with the reference on
- *   predictions and CV scores is about 1e-6 (README "Accuracy").
+ *   e^-17 (about float32 epsilon) of the total. Measured agreement with the reference: CV
+ *   scores to 1e-8 relative, predictions to a few float32 ulp, CV gradients to 1e-5 relative
+ *   (README "Nadaraya-Watson regression").
  * Threads: the fast path spreads query rows (predictions, leave-one-out rows) over the
  * context's threads (nwattn_context_set_threads) in fixed units of 32 rows whose partial sums
  * are added in unit order, so results are the same bit for bit with any number of threads.
@@ -496,7 +499,8 @@ typedef struct nwattn_regression {
  *   K_j · e_0' M^-1 z_j (may be negative). On the fast path with d == 1 weights of points left
  *   out as negligible (see above) are written as 0.
  * row_flags (m bytes) and n_flagged, optional: see "Rows without an estimate".
- * n must be >= 1 (NWATTN_ERR_DEGENERATE_DATA otherwise); m == 0 or dv == 0 writes nothing. */
+ * n must be >= 1 (NWATTN_ERR_DEGENERATE_DATA otherwise). m == 0 writes only *n_flagged = 0;
+ * dv == 0 writes only the optional weights, flags and count. */
 NWATTN_API nwattn_status nwattn_nw_predict(nwattn_context *ctx, const nwattn_regression *model,
                                            const float *bandwidths,
                                            size_t m, size_t n, size_t d, size_t dv,

@@ -289,7 +289,8 @@ static void test_threads_same_results(void **state) {
         double cv1[2], g1[4], cvt[2], gt[4];
         float h1[2], ht[2];
         nwattn_context *one = nt_context(NWATTN_BACKEND_AUTO);
-        NT_ASSERT_OK(one, nwattn_nw_cv(one, &model, n, 2, 1, x, 2, y, 1, 2, h, 2, cv1, g1, 2, NULL));
+        NT_ASSERT_OK(one,
+                     nwattn_nw_cv(one, &model, n, 2, 1, x, 2, y, 1, 2, h, 2, cv1, g1, 2, NULL));
         NT_ASSERT_OK(one, nwattn_nw_predict(one, &model, h, m, n, 2, 1, xq, 2, x, 2, y, 1, a, 1, wa,
                                             n, NULL, NULL));
         nwattn_cv_options quick = {6, 0.3f, 3.0f, NULL, 30, 1e-3};
@@ -298,8 +299,8 @@ static void test_threads_same_results(void **state) {
         for (size_t threads = 2; threads <= 3; threads++) {
             nwattn_context *many = nt_context(NWATTN_BACKEND_AUTO);
             NT_ASSERT_OK(many, nwattn_context_set_threads(many, threads));
-            NT_ASSERT_OK(many, nwattn_nw_cv(many, &model, n, 2, 1, x, 2, y, 1, 2, h, 2, cvt, gt, 2,
-                                            NULL));
+            NT_ASSERT_OK(
+                many, nwattn_nw_cv(many, &model, n, 2, 1, x, 2, y, 1, 2, h, 2, cvt, gt, 2, NULL));
             NT_ASSERT_OK(many, nwattn_nw_predict(many, &model, h, m, n, 2, 1, xq, 2, x, 2, y, 1, b,
                                                  1, wb, n, NULL, NULL));
             NT_ASSERT_OK(many, nwattn_nw_select_bandwidth(many, &model, n, 2, 1, x, 2, y, 1, &quick,

@@ -31,8 +31,8 @@ static nwattn_status predict_pooled(nwattn_context *ctx, const nw_call *call, co
     args.o = yq, args.ldo = ldyq;
     args.w = weights, args.ldw = ldw;
     const nw_kernels *kernels;
-    NW_TRY(nw_select_pool_kernels(ctx, nw_call_blas_ok(call), n <= NW_BLAS_INT_MAX, &args,
-                                  &kernels));
+    NW_TRY(
+        nw_select_pool_kernels(ctx, nw_call_blas_ok(call), n <= NW_BLAS_INT_MAX, &args, &kernels));
     return nw_pool_run(ctx, kernels, &args);
 }
 
@@ -84,8 +84,8 @@ static void predict_unit(void *arg, size_t unit, size_t worker) {
             if (plan->fast)
                 nw_fast_row_weights(&wk->engine, q, plan->inv_hf, SIZE_MAX, wk->coef, wrow);
             else
-                nw_ref_row_weights(mod, n, plan->x, plan->ldx, q, plan->inv_h, SIZE_MAX,
-                                   wk->coef, wrow);
+                nw_ref_row_weights(mod, n, plan->x, plan->ldx, q, plan->inv_h, SIZE_MAX, wk->coef,
+                                   wrow);
         }
         for (size_t c = 0; c < dv; c++)
             job->yq[i * job->ldyq + c] = (float)wk->yhat[c];

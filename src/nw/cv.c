@@ -40,8 +40,7 @@ size_t nw_plan_bytes(const nw_model *model, int fast, size_t n, size_t threads, 
 }
 
 void nw_plan_init(nw_plan *plan, const nw_model *model, int fast, size_t n, const float *x,
-                  size_t ldx, const float *y, size_t ldy, size_t threads, size_t units,
-                  void *mem) {
+                  size_t ldx, const float *y, size_t ldy, size_t threads, size_t units, void *mem) {
     const size_t d = model->d, dv = model->dv;
     memset(plan, 0, sizeof *plan);
     plan->model = *model;

@@ -20,7 +20,7 @@ void nw_fast_row_weights_avx2(const nw_fast *f, const float *q, const float *inv
                               const double *coef, float *weights);
 void nw_fast_row_avx512(const nw_fast *f, const float *q, const float *inv_h, size_t skip,
                         nw_sums *s);
-void nw_fast_row_weights_avx512(const nw_fast *f, const float *q, const float *inv_h,
-                                size_t skip, const double *coef, float *weights);
+void nw_fast_row_weights_avx512(const nw_fast *f, const float *q, const float *inv_h, size_t skip,
+                                const double *coef, float *weights);
 
 #endif /* NWATTN_NW_FAST_ISA_H */

@@ -357,7 +357,7 @@ NW_INLINE void visit(const nw_fast *f, const float *q, const float *inv_h, size_
 
 /* ---- Rows ---------------------------------------------------------------------------------- */
 void NW_FAST_NAME(nw_fast_row)(const nw_fast *f, const float *q, const float *inv_h, size_t skip,
-                                nw_sums *s) {
+                               nw_sums *s) {
     const nw_model *model = f->model;
     const size_t n = f->train->n, d = model->d, p = model->p, dv = model->dv;
     const int grad = s->dm != NULL;
@@ -385,7 +385,7 @@ void NW_FAST_NAME(nw_fast_row)(const nw_fast *f, const float *q, const float *in
 }
 
 void NW_FAST_NAME(nw_fast_row_weights)(const nw_fast *f, const float *q, const float *inv_h,
-                                        size_t skip, const double *coef, float *weights) {
+                                       size_t skip, const double *coef, float *weights) {
     const nw_model *model = f->model;
     const size_t n = f->train->n, p = model->p;
     const size_t *perm = f->train->perm;
@@ -409,4 +409,3 @@ void NW_FAST_NAME(nw_fast_row_weights)(const nw_fast *f, const float *q, const f
         }
     }
 }
-

@@ -146,7 +146,7 @@ typedef struct nw_plan {
     /* caller's layout (reference path, nearest points) */
     const float *x, *y;
     size_t ldx, ldy;
-    nw_train train;   /* fast path */
+    nw_train train;     /* fast path */
     nw_worker *workers; /* threads of them */
     double *inv_h;      /* d: the current bandwidths' inverses */
     float *inv_hf;      /* the same in float */
@@ -157,8 +157,7 @@ typedef struct nw_plan {
  * overflow). */
 size_t nw_plan_bytes(const nw_model *model, int fast, size_t n, size_t threads, size_t units);
 void nw_plan_init(nw_plan *plan, const nw_model *model, int fast, size_t n, const float *x,
-                  size_t ldx, const float *y, size_t ldy, size_t threads, size_t units,
-                  void *mem);
+                  size_t ldx, const float *y, size_t ldy, size_t threads, size_t units, void *mem);
 /* Sets the bandwidths of the next rows (d values, all > 0). */
 void nw_plan_bandwidths(nw_plan *plan, const double *h);
 /* The units needed for rows rows. */
