@@ -38,10 +38,11 @@ typedef struct search {
     size_t best_flagged;
 } search;
 
-/* CV at h (d values), remembering the best; grad_log (optional) gets dCV/dlog h_k. */
-static double evaluate(search *s, const double *h, double *grad_log) {
+/* CV at h (d values), remembering the best; with want_grad the gradient is left in s->grad
+ * and, if grad_log is given, dCV/dlog h_k in it. */
+static double evaluate(search *s, const double *h, int want_grad, double *grad_log) {
     double cv;
-    size_t flagged = nw_cv_evaluate(s->plan, h, &cv, s->grad);
+    size_t flagged = nw_cv_evaluate(s->plan, h, &cv, want_grad ? s->grad : NULL);
     s->evals++;
     if (grad_log != NULL)
         for (size_t k = 0; k < s->d; k++)
@@ -54,11 +55,14 @@ static double evaluate(search *s, const double *h, double *grad_log) {
     return cv;
 }
 
-/* CV at scale e^x of the start; *slope = dCV/dx. */
+/* CV at scale e^x of the start; *slope = dCV/dx unless slope is NULL (then the gradient, about
+ * a third of the work, is not computed). */
 static double at_scale(search *s, double x, double *slope) {
     for (size_t k = 0; k < s->d; k++) /* float bandwidths: the answer is one of them */
         s->h[k] = (double)(float)(s->start[k] * exp(x));
-    double cv = evaluate(s, s->h, NULL);
+    double cv = evaluate(s, s->h, slope != NULL, NULL);
+    if (slope == NULL)
+        return cv;
     double g = 0.0;
     for (size_t k = 0; k < s->d; k++)
         g += s->grad[k] * s->h[k];
@@ -112,38 +116,47 @@ static int bracketed(search *s, double a, double fa, double ga, double b, double
 /* Golden-section search on [a, b] using values only (the uniform kernel). */
 static int golden(search *s, double a, double b, double tol) {
     const double r = 0.6180339887498949;
-    double g;
     double c = b - r * (b - a), e = a + r * (b - a);
-    double fc = at_scale(s, c, &g), fe = at_scale(s, e, &g);
+    double fc = at_scale(s, c, NULL), fe = at_scale(s, e, NULL);
     while (b - a > tol) {
         if (s->evals >= s->max_evals)
             return 0;
         if (fc <= fe) {
             b = e, e = c, fe = fc;
             c = b - r * (b - a);
-            fc = at_scale(s, c, &g);
+            fc = at_scale(s, c, NULL);
         } else {
             a = c, c = e, fc = fe;
             e = a + r * (b - a);
-            fe = at_scale(s, e, &g);
+            fe = at_scale(s, e, NULL);
         }
     }
     return 1;
 }
 
+/* The slope at grid point g, evaluated on first use (the grid itself is scored without it). */
+static double grid_slope(search *s, const double *xs, double *gs, size_t g) {
+    if (isnan(gs[g]))
+        at_scale(s, xs[g], &gs[g]);
+    return gs[g];
+}
+
 /* From the best grid point p: find a bracket with a slope sign change and narrow it. */
-static int refine_1d(search *s, const double *xs, const double *fs, const double *gs, size_t grid,
+static int refine_1d(search *s, const double *xs, const double *fs, double *gs, size_t grid,
                      size_t p, double tol) {
     if (s->plan->model.kernel == NWATTN_KERNEL_UNIFORM)
         return golden(s, xs[p > 0 ? p - 1 : 0], xs[p + 1 < grid ? p + 1 : p], tol);
-    if (gs[p] == 0.0)
+    if (s->evals + 2 > s->max_evals)
+        return 0;
+    const double gp = grid_slope(s, xs, gs, p);
+    if (gp == 0.0)
         return 1;
     double a, fa, ga, b, fb, gb;
-    if (gs[p] < 0.0) { /* minimum to the right of p */
+    if (gp < 0.0) { /* minimum to the right of p */
         if (p + 1 == grid)
             return 0;
-        a = xs[p], fa = fs[p], ga = gs[p];
-        b = xs[p + 1], fb = fs[p + 1], gb = gs[p + 1];
+        a = xs[p], fa = fs[p], ga = gp;
+        b = xs[p + 1], fb = fs[p + 1], gb = grid_slope(s, xs, gs, p + 1);
         /* No sign change yet (a maximum and a minimum inside): halve towards one. */
         while (!(gb > 0.0) && b - a > tol) {
             if (s->evals >= s->max_evals)
@@ -159,8 +172,8 @@ static int refine_1d(search *s, const double *xs, const double *fs, const double
     } else { /* minimum to the left of p */
         if (p == 0)
             return 0;
-        a = xs[p - 1], fa = fs[p - 1], ga = gs[p - 1];
-        b = xs[p], fb = fs[p], gb = gs[p];
+        a = xs[p - 1], fa = fs[p - 1], ga = grid_slope(s, xs, gs, p - 1);
+        b = xs[p], fb = fs[p], gb = gp;
         while (!(ga < 0.0) && b - a > tol) {
             if (s->evals >= s->max_evals)
                 return 0;
@@ -200,7 +213,7 @@ static double dot(size_t d, const double *a, const double *b) {
 static double eval_log(search *s, const double *theta, double *grad_log, double *hbuf) {
     for (size_t k = 0; k < s->d; k++)
         hbuf[k] = (double)(float)exp(theta[k]);
-    return evaluate(s, hbuf, grad_log);
+    return evaluate(s, hbuf, 1, grad_log);
 }
 
 static void identity(size_t d, double *m) {
@@ -384,7 +397,8 @@ nwattn_status nwattn_nw_select_bandwidth(nwattn_context *ctx, const nwattn_regre
     size_t best = 0;
     for (size_t g = 0; g < grid; g++) {
         xs[g] = lo + (hi - lo) * (double)g / (double)(grid - 1);
-        fs[g] = at_scale(&s, xs[g], &gs[g]);
+        fs[g] = at_scale(&s, xs[g], NULL);
+        gs[g] = NAN; /* computed where the refinement needs it */
         if (fs[g] <= fs[best])
             best = g;
     }
