@@ -1,7 +1,6 @@
-/* BLAS scores. Dot: S = scale · Q K^T in one sgemm. Gaussian and Laplace: the centred distance
+/* BLAS scores. Dot: S = scale · Q K^T in one sgemm. Gaussian and Laplace with d == 1: (q - k)/h
+ * directly (a rank-1 sgemm would only lose accuracy). With d > 1: the centred distance
  * expansion of blas_distance.h, with the product in sgemm. */
-#include <math.h>
-
 #include "blas_distance.h"
 #include "blas_kernels.h"
 
@@ -32,6 +31,12 @@ void nw_blas_scores(const nw_score *score, size_t m, size_t n, size_t d, const f
                 s[i * lds + j] = 0.0f;
         return;
     }
+    if (d == 1) {
+        float inv_h;
+        nw_inverse_bandwidths(score, 1, &inv_h);
+        nw_distance_scores_1d(score->kind, m, n, q, ldq, k, ldk, inv_h, s, lds);
+        return;
+    }
     float *centre = scratch;
     float *inv_h = centre + d;
     float *kp = inv_h + d;
@@ -43,15 +48,6 @@ void nw_blas_scores(const nw_score *score, size_t m, size_t n, size_t d, const f
     nw_mean_key(n, d, k, ldk, centre);
     nw_rescale_rows(n, d, k, ldk, centre, inv_h, kp, knorm);
     nw_rescale_rows(m, d, q, ldq, centre, inv_h, qp, qnorm);
-    if (d == 1) { /* direct (q' - k')^2: no rank-1 product, no cancellation */
-        const int gaussian = score->kind == NWATTN_SCORE_GAUSSIAN;
-        for (size_t i = 0; i < m; i++)
-            for (size_t j = 0; j < n; j++) {
-                float t = qp[i] - kp[j];
-                s[i * lds + j] = gaussian ? -0.5f * (t * t) : -fabsf(t);
-            }
-        return;
-    }
     nw_blas_sgemm(1, m, n, d, -2.0f, qp, d, kp, d, 0.0f, s, lds); /* -2 q'·k' */
     nw_distance_scores(score->kind, m, n, qnorm, knorm, s, lds);
 }

@@ -67,6 +67,12 @@ static void prepare_keys(void *arg, size_t index, size_t worker) {
     float *norms = plan->key_norms + index * plan->key_tiles * bn;
     float *centre = plan->centres + index * 2 * d, *inv_h = centre + d;
     nw_inverse_bandwidths(&a->score, d, inv_h);
+    if (d == 1) { /* direct distances (q - k) / h: the keys as they are, contiguous */
+        centre[0] = 0.0f;
+        for (size_t j = 0; j < a->n; j++)
+            keys[j] = k[j * a->ldk];
+        return;
+    }
     nw_mean_key(a->n, d, k, a->ldk, centre); /* all keys: one centre per item */
     for (size_t t = 0; t < plan->key_tiles; t++) {
         const size_t j0 = t * bn, cols = min_size(bn, a->n - j0);

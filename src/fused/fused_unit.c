@@ -79,11 +79,13 @@ static void unit_init(unit *u, const nw_fused_plan *plan, size_t index, size_t w
 /* The prepared keys j0 .. of the tile starting at key j0 (d × bn, pitch bn). */
 static const float *key_tile(const unit *u, size_t j0) { return u->kp + j0 * u->a->d; }
 
-/* Direct distances of row r against the prepared keys of the tile at j0 (with d = 1 the
- * transposed tile is one row); returns their max. */
+/* Direct distances (q - k) / h of row r against the keys of the tile at j0 (with d = 1 the
+ * prepared keys are the raw keys, contiguous), rounded as the BLAS backend rounds them;
+ * returns their max. */
 static float direct_row(const unit *u, size_t r, size_t j0, size_t cols, float *s) {
     const int gaussian = u->a->score.kind == NWATTN_SCORE_GAUSSIAN;
-    return u->a->simd->dist1(gaussian, u->qp[r], key_tile(u, j0), cols, s);
+    return u->a->simd->dist1(gaussian, u->q[r * u->a->ldq], u->inv_h[0], key_tile(u, j0), cols,
+                             s);
 }
 
 /* Scores of the unit's rows against keys j0 .. j0+cols-1 into s (pitch lds). With direct
@@ -265,7 +267,7 @@ void nw_fused_unit(const nw_fused_plan *plan, size_t index, size_t worker) {
         memset(u.acc + r * a->ldo, 0, a->dv * sizeof(float));
     }
     const size_t keys = live_keys(&u);
-    if (is_distance(&a->score) && keys > 0)
+    if (is_distance(&a->score) && keys > 0 && !is_direct(a))
         nw_rescale_rows(u.rows, a->d, u.q, a->ldq, u.centre, u.inv_h, u.qp, u.qnorm);
 
     /* One value per key in a contiguous column: P·V is a dot product per row, done while the

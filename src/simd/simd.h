@@ -34,9 +34,10 @@ typedef struct nw_simd {
     float (*exp_sum_dot)(const float *x, size_t n, float shift, const float *v, float *dot);
     /* The largest of x[0 .. n-1], ignoring NaN; -INFINITY for n == 0 or an all-NaN row. */
     float (*max)(const float *x, size_t n);
-    /* Direct one-dimensional distance scores, s[j] = -(u - k[j])^2 / 2 (gaussian) or
-     * -|u - k[j]| (Laplace), no expansion and hence no cancellation; returns their maximum. */
-    float (*dist1)(int gaussian, float u, const float *k, size_t n, float *s);
+    /* Direct one-dimensional distance scores: with t = (u - k[j]) · inv_h, s[j] = (-t/2) · t
+     * (gaussian) or -|t| (Laplace), rounded exactly as nw_distance_scores_1d rounds them (no
+     * expansion, no cancellation); returns their maximum. */
+    float (*dist1)(int gaussian, float u, float inv_h, const float *k, size_t n, float *s);
     /* sum_j x[j] y[j], accumulated in float lanes. */
     float (*dot)(const float *x, const float *y, size_t n);
 } nw_simd;

@@ -144,21 +144,20 @@ static float max(const float *x, size_t n) {
     return m;
 }
 
-static float dist1(int gaussian, float u, const float *k, size_t n, float *s) {
-    const __m256 uu = _mm256_set1_ps(u), half = _mm256_set1_ps(-0.5f);
-    const __m256 sign = _mm256_set1_ps(-0.0f);
+static inline __m256 distance8(int gaussian, __m256 u, __m256 inv_h, __m256 k) {
+    const __m256 t = _mm256_mul_ps(_mm256_sub_ps(u, k), inv_h);
+    if (gaussian) /* (-0.5 t) t, the scalar evaluation order */
+        return _mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(-0.5f), t), t);
+    return _mm256_or_ps(t, _mm256_set1_ps(-0.0f)); /* -|t|: set the sign bit */
+}
+
+static float dist1(int gaussian, float u, float inv_h, const float *k, size_t n, float *s) {
+    const __m256 uu = _mm256_set1_ps(u), ih = _mm256_set1_ps(inv_h);
     __m256 m0 = _mm256_set1_ps(-INFINITY), m1 = m0;
     size_t j = 0;
     for (; j + 16 <= n; j += 16) {
-        __m256 t0 = _mm256_sub_ps(uu, _mm256_loadu_ps(k + j));
-        __m256 t1 = _mm256_sub_ps(uu, _mm256_loadu_ps(k + j + 8));
-        if (gaussian) {
-            t0 = _mm256_mul_ps(half, _mm256_mul_ps(t0, t0));
-            t1 = _mm256_mul_ps(half, _mm256_mul_ps(t1, t1));
-        } else { /* -|t|: set the sign bit */
-            t0 = _mm256_or_ps(t0, sign);
-            t1 = _mm256_or_ps(t1, sign);
-        }
+        const __m256 t0 = distance8(gaussian, uu, ih, _mm256_loadu_ps(k + j));
+        const __m256 t1 = distance8(gaussian, uu, ih, _mm256_loadu_ps(k + j + 8));
         _mm256_storeu_ps(s + j, t0);
         _mm256_storeu_ps(s + j + 8, t1);
         m0 = _mm256_max_ps(t0, m0);
@@ -166,8 +165,8 @@ static float dist1(int gaussian, float u, const float *k, size_t n, float *s) {
     }
     float m = hmax_ps(_mm256_max_ps(m0, m1));
     for (; j < n; j++) {
-        float t = u - k[j];
-        float v = gaussian ? -0.5f * (t * t) : -fabsf(t);
+        float t = (u - k[j]) * inv_h;
+        float v = gaussian ? -0.5f * t * t : -fabsf(t);
         s[j] = v;
         m = v > m ? v : m;
     }

@@ -120,22 +120,23 @@ static float max(const float *x, size_t n) {
     return _mm512_reduce_max_ps(_mm512_max_ps(m0, m1));
 }
 
-static inline __m512 distance(int gaussian, __m512 u, __m512 k) {
-    const __m512 t = _mm512_sub_ps(u, k);
-    if (gaussian)
-        return _mm512_mul_ps(_mm512_set1_ps(-0.5f), _mm512_mul_ps(t, t));
+static inline __m512 distance(int gaussian, __m512 u, __m512 inv_h, __m512 k) {
+    const __m512 t = _mm512_mul_ps(_mm512_sub_ps(u, k), inv_h);
+    if (gaussian) /* (-0.5 t) t, the scalar evaluation order */
+        return _mm512_mul_ps(_mm512_mul_ps(_mm512_set1_ps(-0.5f), t), t);
     /* -|t|: set the sign bit */
     return _mm512_castsi512_ps(
         _mm512_or_si512(_mm512_castps_si512(t), _mm512_set1_epi32((int)0x80000000u)));
 }
 
-static float dist1(int gaussian, float u, const float *k, size_t n, float *s) {
-    const __m512 uu = _mm512_set1_ps(u), none = _mm512_set1_ps(-INFINITY);
+static float dist1(int gaussian, float u, float inv_h, const float *k, size_t n, float *s) {
+    const __m512 uu = _mm512_set1_ps(u), ih = _mm512_set1_ps(inv_h);
+    const __m512 none = _mm512_set1_ps(-INFINITY);
     __m512 m0 = none, m1 = none;
     size_t j = 0;
     for (; j + 32 <= n; j += 32) {
-        const __m512 t0 = distance(gaussian, uu, _mm512_loadu_ps(k + j));
-        const __m512 t1 = distance(gaussian, uu, _mm512_loadu_ps(k + j + 16));
+        const __m512 t0 = distance(gaussian, uu, ih, _mm512_loadu_ps(k + j));
+        const __m512 t1 = distance(gaussian, uu, ih, _mm512_loadu_ps(k + j + 16));
         _mm512_storeu_ps(s + j, t0);
         _mm512_storeu_ps(s + j + 16, t1);
         m0 = _mm512_max_ps(t0, m0);
@@ -143,7 +144,7 @@ static float dist1(int gaussian, float u, const float *k, size_t n, float *s) {
     }
     for (; j < n; j += 16) {
         const __mmask16 mask = tail_mask(n - j);
-        const __m512 t = distance(gaussian, uu, _mm512_maskz_loadu_ps(mask, k + j));
+        const __m512 t = distance(gaussian, uu, ih, _mm512_maskz_loadu_ps(mask, k + j));
         _mm512_mask_storeu_ps(s + j, mask, t);
         m0 = _mm512_max_ps(_mm512_mask_mov_ps(none, mask, t), m0);
     }

@@ -87,11 +87,11 @@ static float max(const float *x, size_t n) {
     return m;
 }
 
-static float dist1(int gaussian, float u, const float *k, size_t n, float *s) {
+static float dist1(int gaussian, float u, float inv_h, const float *k, size_t n, float *s) {
     float m = -INFINITY;
     for (size_t j = 0; j < n; j++) {
-        float t = u - k[j];
-        float v = gaussian ? -0.5f * (t * t) : -fabsf(t);
+        float t = (u - k[j]) * inv_h;
+        float v = gaussian ? -0.5f * t * t : -fabsf(t);
         s[j] = v;
         m = v > m ? v : m;
     }
