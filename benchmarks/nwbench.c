@@ -7,7 +7,9 @@
  * Workloads (NAME): nw1d (1-D Gaussian Nadaraya-Watson, m = n = 1k .. 64k), nwd (d = 2, 8,
  * 64, m = n = 4096), sdpa (scaled dot-product attention, d = 64, m = n = 1k .. 16k, with and
  * without a causal mask), bmm (d2l's (B, 1, n) × (B, n, 1) with B = 1000, and 1024 products
- * of 64×64×64), mha (multi-head self-attention, B = 8, T = 512, d_model = 512, 8 heads),
+ * of 64×64×64), bandwidth (Gaussian bandwidth selection by leave-one-out cross-validation,
+ * nwattn_nw_select_bandwidth, n = 1000 and 10000, on companion.py's statsmodels data), mha
+ * (multi-head self-attention, B = 8, T = 512, d_model = 512, 8 heads),
  * memory (peak resident memory of the fused path at m = n = 65536, d = 64, in a child
  * process). --quick runs every workload at toy sizes, once: CTest's bench-smoke.
  *
@@ -682,6 +684,75 @@ static int mha(const options *o) {
     return 0;
 }
 
+/* ---- Bandwidth selection by leave-one-out CV (bandwidth) ----------------------------------- */
+/* The data of companion.py's statsmodels run: x on [0, 5), y = 2 sin x + x^0.8 + noise on
+ * [-0.5, 0.5), evaluated in double and rounded once. */
+typedef struct bandwidth_case {
+    size_t n;
+    const float *x, *y;
+    float h;
+    nwattn_cv_report report;
+    nwattn_context *ctx;
+} bandwidth_case;
+
+static int run_select(void *arg) {
+    bandwidth_case *c = arg;
+    const nwattn_regression model = {NWATTN_KERNEL_GAUSSIAN, NWATTN_LOCAL_CONSTANT,
+                                     NWATTN_EMPTY_NEAREST};
+    nwattn_status st = nwattn_nw_select_bandwidth(c->ctx, &model, c->n, 1, 1, c->x, 1, c->y, 1,
+                                                  NULL, &c->h, &c->report, NULL, NULL);
+    return failed(c->ctx, st, "nwattn_nw_select_bandwidth");
+}
+
+static int bandwidth(const options *o) {
+    static const size_t full[] = {1000, 10000}, quick[] = {100};
+    const size_t *sizes = o->quick ? quick : full;
+    const size_t count = o->quick ? 1 : 2;
+    for (size_t s = 0; s < count; s++) {
+        const size_t n = sizes[s];
+        float *x = bench_data(20, n, 0.0, 5.0), *noise = bench_data(21, n, -0.5, 0.5);
+        float *y = bench_zeros(n);
+        if (!x || !noise || !y)
+            return -1;
+        for (size_t i = 0; i < n; i++)
+            y[i] = (float)(2.0 * sin((double)x[i]) + pow((double)x[i], 0.8) + (double)noise[i]);
+        bandwidth_case c = {.n = n, .x = x, .y = y};
+        for (int t = 0; t < o->thread_counts; t++) {
+            const size_t threads = o->threads[t];
+            const nwattn_backend backends[] = {NWATTN_BACKEND_REFERENCE, NWATTN_BACKEND_AUTO};
+            for (int b = 0; b < 2; b++) {
+                /* The reference evaluates every weight in double: n = 1000, one thread only. */
+                if (b == 0 && (threads != 1 || n > 1000))
+                    continue;
+                c.ctx = context(backends[b], threads);
+                if (c.ctx == NULL)
+                    return -1;
+                openblas_set_num_threads(1);
+                result r = {.workload = "bandwidth", .unit = "Geval/s", .threads = threads,
+                            .impl = b == 0 ? "reference" : "nwattn", .max_diff = NAN};
+                snprintf(r.label, sizeof r.label, "n=%zu d=1 gaussian lc", n);
+                bench_stats st;
+                int rc = bench_time(run_select, &c, o->reps, o->long_run, &st);
+                nwattn_context_destroy(c.ctx);
+                if (rc != 0)
+                    return -1;
+                r.st = st;
+                /* kernel evaluations: n^2 per CV evaluation */
+                r.work = (double)n * (double)n * (double)c.report.evaluations;
+                snprintf(r.params, sizeof r.params,
+                         "\"n\": %zu, \"d\": 1, \"bandwidth\": %.9g, \"cv\": %.9g, "
+                         "\"cv_evaluations\": %zu",
+                         n, (double)c.h, c.report.cv, c.report.evaluations);
+                report(&r);
+                printf("       chosen h = %.7g, CV = %.7g, %zu CV evaluations\n", (double)c.h,
+                       c.report.cv, c.report.evaluations);
+            }
+        }
+        free(x), free(noise), free(y);
+    }
+    return 0;
+}
+
 /* ---- Main ----------------------------------------------------------------------------------- */
 static int parse_threads(options *o, const char *list) {
     o->thread_counts = 0;
@@ -702,7 +773,7 @@ static int usage(const char *self) {
     fprintf(stderr,
             "usage: %s [--threads 1,2] [--reps N] [--quick] [--json FILE] [--only NAMES]\n"
             "          [--no-memory] [--long-run SECONDS]\n"
-            "  NAMES: comma-separated among nw1d, nwd, sdpa, bmm, mha, memory\n",
+            "  NAMES: comma-separated among nw1d, nwd, sdpa, bmm, bandwidth, mha, memory\n",
             self);
     return 2;
 }
@@ -751,7 +822,8 @@ int main(int argc, char **argv) {
     const struct {
         const char *name;
         int (*run)(const options *);
-    } workloads[] = {{"nw1d", nw1d}, {"nwd", nwd}, {"sdpa", sdpa}, {"bmm", bmm}, {"mha", mha}};
+    } workloads[] = {{"nw1d", nw1d}, {"nwd", nwd},        {"sdpa", sdpa},
+                     {"bmm", bmm},   {"bandwidth", bandwidth}, {"mha", mha}};
     int status = 0;
     for (size_t w = 0; w < sizeof workloads / sizeof workloads[0] && status == 0; w++)
         if (selected(&o, workloads[w].name) && workloads[w].run(&o) != 0) {
