@@ -238,7 +238,7 @@ def child(threads, reps, long_run, quick, out_path):
             def select():
                 kr = KernelReg(ys, xs, var_type="c", reg_type="lc", bw="cv_ls")
                 chosen["bw"] = float(kr.bw[0])
-            add("bandwidth", {"n": n}, "statsmodels", n * n, "Geval/s", select)
+            add("bandwidth", {"n": n, "d": 1}, "statsmodels", n * n, "Geval/s", select)
             results[-1]["bandwidth"] = chosen["bw"]
 
     with open(out_path, "w") as f:
@@ -310,7 +310,8 @@ KEYS = ("m", "n", "d", "dv", "causal", "shape", "batch", "k", "t", "d_model", "h
 
 
 def key(row):
-    return ",".join(f"{k}={row[k]}" for k in KEYS if k in row)
+    keys = ("n", "d") if row["workload"] == "bandwidth" else KEYS
+    return ",".join(f"{k}={row[k]}" for k in keys if k in row)
 
 
 def compare(rows):
@@ -320,11 +321,13 @@ def compare(rows):
     for r in rows:
         by.setdefault((r["workload"], key(r), r["threads"]), {})[r["impl"]] = r
     for (workload, k, threads), impls in sorted(by.items()):
+        if workload == "bandwidth" and threads != 1:
+            continue
         ours = [impls[i] for i in ("fused", "blas", "nwattn") if i in impls]
         if not ours:
             continue
         best = min(ours, key=lambda r: r["median_s"])
-        for other in ("numpy", "torch"):
+        for other in ("numpy", "torch", "statsmodels"):
             if other in impls:
                 out.append({"workload": workload, "key": k, "threads": threads,
                             "impl": best["impl"], "vs": other,
