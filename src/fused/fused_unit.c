@@ -65,7 +65,7 @@ static void unit_init(unit *u, const nw_fused_plan *plan, size_t index, size_t w
     u->sum = (double *)(void *)take(&cursor, bm, sizeof(double));
     if (a->score.kind == NWATTN_SCORE_DOT)
         u->kt = (float *)(void *)take(&cursor, bn * d, sizeof(float));
-    if (is_distance(&a->score)) {
+    if (is_distance(&a->score) && plan->keys != NULL) { /* NULL: no keys (n == 0) */
         u->qp = (float *)(void *)take(&cursor, bm * d, sizeof(float));
         u->qnorm = (float *)(void *)take(&cursor, bm, sizeof(float));
         const size_t key_item = nw_fused_key_item(plan, item);
