@@ -1,0 +1,106 @@
+"""ctypes declarations of include/nwattn.h, one line per prototype.
+
+ctypes rather than cffi: it is in the standard library, so the package stays pure Python with no
+compiler, no build step and no extra dependency (Debian has no cffi for the system Python by
+default), and ``pip install`` works offline. The price is that the prototypes below are written
+by hand; tests/test_capi.py checks them against the header so they cannot drift silently.
+"""
+import ctypes
+from ctypes import c_char_p, c_float, c_int, c_size_t, c_uint, c_void_p
+
+from ._loader import load
+
+lib, library_path = load()
+
+status_t = c_int  # nwattn_status: a C enum, int-sized
+ctx_p = c_void_p  # nwattn_context *
+fptr = c_void_p  # float * / const float * (numpy data addresses)
+
+
+class Score(ctypes.Structure):
+    """struct nwattn_score"""
+
+    _fields_ = [
+        ("kind", c_int),
+        ("scale", c_float),
+        ("bandwidth", c_float),
+        ("bandwidths", c_void_p),
+    ]
+
+
+class Mask(ctypes.Structure):
+    """struct nwattn_mask"""
+
+    _fields_ = [
+        ("flags", c_uint),
+        ("valid_lens", c_void_p),
+        ("additive", c_void_p),
+        ("ld_additive", c_size_t),
+        ("stride_additive", c_size_t),
+        ("keep", c_void_p),
+        ("ld_keep", c_size_t),
+        ("stride_keep", c_size_t),
+    ]
+
+
+ALLOC_FN = ctypes.CFUNCTYPE(c_void_p, c_void_p, c_size_t)
+FREE_FN = ctypes.CFUNCTYPE(None, c_void_p, c_void_p)
+
+
+class Allocator(ctypes.Structure):
+    """struct nwattn_allocator"""
+
+    _fields_ = [("alloc", ALLOC_FN), ("free", FREE_FN), ("user", c_void_p)]
+
+
+score_p = ctypes.POINTER(Score)
+mask_p = ctypes.POINTER(Mask)
+S = c_size_t
+M = (fptr, S, S)  # a matrix argument: pointer, leading dimension, batch stride
+
+# name: (return type, argument types)
+PROTOTYPES = {
+    "nwattn_version_number": (c_uint, ()),
+    "nwattn_version_string": (c_char_p, ()),
+    "nwattn_status_name": (c_char_p, (status_t,)),
+    "nwattn_status_describe": (c_char_p, (status_t,)),
+    "nwattn_context_create": (status_t, (ctypes.POINTER(ctx_p),)),
+    "nwattn_context_create_with_allocator": (
+        status_t, (ctypes.POINTER(ctx_p), ctypes.POINTER(Allocator))),
+    "nwattn_context_destroy": (None, (ctx_p,)),
+    "nwattn_context_set_backend": (status_t, (ctx_p, c_int)),
+    "nwattn_context_get_backend": (c_int, (ctx_p,)),
+    "nwattn_context_workspace_bytes": (c_size_t, (ctx_p,)),
+    "nwattn_context_release_workspace": (None, (ctx_p,)),
+    "nwattn_context_last_error": (c_char_p, (ctx_p,)),
+    "nwattn_scores": (status_t, (ctx_p, score_p, S, S, S, S, *M, *M, *M)),
+    "nwattn_softmax": (status_t, (ctx_p, mask_p, S, S, S, *M, *M, fptr, S)),
+    "nwattn_bmm": (status_t, (ctx_p, S, S, S, S, *M, *M, *M)),
+    "nwattn_pool": (
+        status_t, (ctx_p, score_p, mask_p, S, S, S, S, S, *M, *M, *M, *M, *M, fptr, S)),
+    "nwattn_average_pool": (status_t, (ctx_p, mask_p, S, S, S, S, *M, *M)),
+}
+
+
+class _Functions:
+    """The prototyped C functions as attributes: ``C.nwattn_pool(...)``."""
+
+
+C = _Functions()
+missing = []
+for _name, (_restype, _argtypes) in PROTOTYPES.items():
+    try:
+        _fn = getattr(lib, _name)
+    except AttributeError:
+        missing.append(_name)
+        continue
+    _fn.restype = _restype
+    _fn.argtypes = list(_argtypes)
+    setattr(C, _name, _fn)
+
+if missing:
+    raise ImportError(
+        f"nwattn: the library loaded from {library_path} lacks {', '.join(missing)}: it is "
+        "older than this Python package; rebuild or reinstall libnwattn, or point NWATTN_LIBRARY "
+        "at a current build"
+    )

@@ -1,0 +1,118 @@
+"""The hand-written ctypes declarations against include/nwattn.h, so that they cannot drift:
+every exported function is declared with the right number and kind of arguments, the enum
+values and struct fields match."""
+import ctypes
+import pathlib
+import re
+
+import pytest
+
+import nwattn
+from nwattn import _capi
+
+HEADER = pathlib.Path(__file__).resolve().parents[2] / "include" / "nwattn.h"
+pytestmark = pytest.mark.skipif(not HEADER.is_file(), reason="needs the source tree's header")
+
+
+def header_text():
+    text = HEADER.read_text()
+    text = re.sub(r"/\*.*?\*/", " ", text, flags=re.S)
+    return re.sub(r"//[^\n]*", " ", text)
+
+
+def prototypes():
+    found = {}
+    for ret, name, params in re.findall(
+            r"NWATTN_API\s+([\w\s\*]+?)\s*\b(nwattn_\w+)\s*\(([^)]*)\)\s*;", header_text()):
+        params = " ".join(params.split())
+        found[name] = (ret.strip(), [] if params in ("", "void") else
+                       [p.strip() for p in params.split(",")])
+    return found
+
+
+def kind_of_c(decl):
+    if "*" in decl:
+        return "pointer"
+    if re.search(r"\bsize_t\b", decl):
+        return "size_t"
+    if re.search(r"\bunsigned\b", decl):
+        return "unsigned"
+    if re.search(r"\bfloat\b", decl):
+        return "float"
+    if re.search(r"\b(nwattn_status|nwattn_backend|nwattn_score_kind|int)\b", decl):
+        return "int"
+    if decl == "void":
+        return "void"
+    raise AssertionError(f"unexpected C type {decl!r}")
+
+
+def kind_of_ctypes(t):
+    if t is None:
+        return "void"
+    if t in (ctypes.c_void_p, ctypes.c_char_p) or issubclass(t, ctypes._Pointer):
+        return "pointer"
+    return {ctypes.c_size_t: "size_t", ctypes.c_uint: "unsigned", ctypes.c_float: "float",
+            ctypes.c_int: "int"}[t]
+
+
+def test_every_exported_function_is_declared():
+    assert set(prototypes()) == set(_capi.PROTOTYPES)
+
+
+@pytest.mark.parametrize("name", sorted(_capi.PROTOTYPES))
+def test_declaration_matches_header(name):
+    ret, params = prototypes()[name]
+    restype, argtypes = _capi.PROTOTYPES[name]
+    assert kind_of_ctypes(restype) == kind_of_c(ret)
+    assert [kind_of_ctypes(t) for t in argtypes] == [kind_of_c(p) for p in params]
+
+
+def enum_values(prefix):
+    values = {}
+    for name, expr in re.findall(r"\b" + prefix + r"(\w+)\s*=\s*([^,\n}]+)", header_text()):
+        values[name] = eval(expr.replace("u <<", " <<"))  # 0, 12, 1u << 2
+    return values
+
+
+@pytest.mark.parametrize("prefix, enum", [
+    ("NWATTN_ERR_", {k[4:]: v for k, v in nwattn.Status.__members__.items() if k != "OK"}),
+    ("NWATTN_BACKEND_", nwattn.Backend.__members__),
+    ("NWATTN_SCORE_", nwattn.ScoreKind.__members__),
+    ("NWATTN_MASK_", nwattn.MaskFlag.__members__),
+])
+def test_enum_values_match_header(prefix, enum):
+    assert enum_values(prefix) == {k: int(v) for k, v in enum.items()}
+
+
+def struct_fields(name):
+    body = re.search(r"typedef struct " + name + r"\s*\{(.*?)\}\s*" + name + ";", header_text(),
+                     re.S).group(1)
+    fields = []
+    for decl in body.split(";"):
+        decl = " ".join(decl.split())
+        if not decl:
+            continue
+        fp = re.match(r".*\(\s*\*\s*(\w+)\)\s*\(", decl)  # a function pointer field
+        if fp:
+            fields.append(fp.group(1))
+            continue
+        first, *rest = decl.split(",")
+        fields.append(first.split()[-1].lstrip("*"))
+        fields.extend(r.strip().lstrip("*") for r in rest)
+    return fields
+
+
+@pytest.mark.parametrize("name, struct", [("nwattn_score", _capi.Score),
+                                          ("nwattn_mask", _capi.Mask),
+                                          ("nwattn_allocator", _capi.Allocator)])
+def test_struct_fields_match_header(name, struct):
+    assert struct_fields(name) == [f[0] for f in struct._fields_]
+
+
+def test_package_version_matches_header():
+    major, minor, patch = (int(re.search(rf"#define NWATTN_VERSION_{p} (\d+)",
+                                         HEADER.read_text()).group(1))
+                           for p in ("MAJOR", "MINOR", "PATCH"))
+    assert nwattn.__version__ == f"{major}.{minor}.{patch}"
+    assert nwattn.version_number() == major * 10000 + minor * 100 + patch
+    assert nwattn.version() == nwattn.__version__
