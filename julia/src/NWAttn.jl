@@ -1,0 +1,577 @@
+"""
+    NWAttn
+
+Julia binding of libnwattn: attention pooling as Nadaraya-Watson kernel regression,
+`O = softmax(score(Q, K) + mask) · V`, computed by the C library through `@ccall`.
+
+Column-major arrays map onto the row-major C API without copies by transposition: a Julia
+matrix with one item per *column* has the memory of a row-major matrix with one item per row.
+So every shape is the C shape reversed:
+
+| C (row-major)         | Julia (column-major)           |
+|-----------------------|--------------------------------|
+| Q  m×d                | `Q`  d×m (a query per column)  |
+| K  n×d, V n×dv        | `K`  d×n, `V` dv×n             |
+| scores, weights m×n   | `S`, `W` n×m (a query's weights in its column, which sums to 1) |
+| O  m×dv               | `O`  dv×m                      |
+| lse m                 | `lse` length m                 |
+| batch items           | trailing dimensions: `Q` d×m×batch… |
+
+The library is `ENV["NWATTN_LIBRARY"]` (a file or a directory) if set, else `libnwattn.so.0`
+through the dynamic loader, else a build tree of this checkout (`build*/src`).
+"""
+module NWAttn
+
+using Libdl
+
+export Context, NWAttnError, scores, softmax, softmax!, bmm, pool, average_pool,
+       backend, backend!, workspace_bytes, release_workspace!, last_error, default_context
+
+const ENV_VAR = "NWATTN_LIBRARY"
+const SONAME = "libnwattn.so.0"
+const PACKAGE_VERSION = v"0.1.0"
+
+const SYMBOLS = (:nwattn_version_number, :nwattn_version_string, :nwattn_status_name,
+                 :nwattn_status_describe, :nwattn_context_create, :nwattn_context_destroy,
+                 :nwattn_context_set_backend, :nwattn_context_get_backend,
+                 :nwattn_context_workspace_bytes, :nwattn_context_release_workspace,
+                 :nwattn_context_last_error, :nwattn_scores, :nwattn_softmax, :nwattn_bmm,
+                 :nwattn_pool, :nwattn_average_pool)
+
+const library_path = Ref{String}("")
+const _handle = Ref{Ptr{Cvoid}}(C_NULL)
+const _syms = Dict{Symbol,Ptr{Cvoid}}()  # filled once by __init__, read-only afterwards
+
+_sym(name::Symbol) = _syms[name]
+
+# ---- Loading -------------------------------------------------------------------------------
+
+function _build_tree_candidates()
+    repo = normpath(joinpath(@__DIR__, "..", ".."))
+    isfile(joinpath(repo, "include", "nwattn.h")) || return String[]
+    found = String[]
+    for dir in readdir(repo)
+        startswith(dir, "build") || continue
+        lib = joinpath(repo, dir, "src", SONAME)
+        isfile(lib) && push!(found, lib)
+    end
+    return sort(found; by = mtime, rev = true)  # the most recently built first
+end
+
+function _load()
+    tried = String[]
+    function attempt(target, how)
+        try
+            return Libdl.dlopen(target, Libdl.RTLD_LAZY | Libdl.RTLD_LOCAL)
+        catch err
+            push!(tried, "  $how: $target: $(sprint(showerror, err))")
+            return C_NULL
+        end
+    end
+    override = get(ENV, ENV_VAR, "")
+    if !isempty(override)
+        target = abspath(isdir(override) ? joinpath(override, SONAME) : override)
+        h = attempt(target, "\$$ENV_VAR")
+        h != C_NULL && return h, target
+    else
+        push!(tried, "  \$$ENV_VAR: not set")
+        h = attempt(SONAME, "installed library (dynamic loader search)")
+        h != C_NULL && return h, SONAME
+        candidates = _build_tree_candidates()
+        isempty(candidates) && push!(tried, "  build tree: no build*/src/$SONAME in this checkout")
+        for target in candidates
+            h = attempt(target, "build tree")
+            h != C_NULL && return h, target
+        end
+    end
+    error("NWAttn: cannot load the C library libnwattn. Tried, in order:\n" * join(tried, "\n") *
+          "\nBuild it (cmake -S . -B build && cmake --build build), install it, or set " *
+          "$ENV_VAR to the path of $SONAME.")
+end
+
+function __init__()
+    h, path = _load()
+    for name in SYMBOLS
+        p = Libdl.dlsym_e(h, name)
+        p == C_NULL && error("NWAttn: $path lacks $name: it is older than this package")
+        _syms[name] = p
+    end
+    _handle[] = h
+    library_path[] = path
+    major = version_number() ÷ 10000
+    major == PACKAGE_VERSION.major ||
+        error("NWAttn: $path is version $(version()), this package needs $(PACKAGE_VERSION.major).x")
+    return nothing
+end
+
+"""The loaded C library's version string (`nwattn_version_string`)."""
+version() = unsafe_string(@ccall $(_sym(:nwattn_version_string))()::Cstring)
+"""`nwattn_version_number`: major·10000 + minor·100 + patch."""
+version_number() = Int(@ccall $(_sym(:nwattn_version_number))()::Cuint)
+
+# ---- Errors --------------------------------------------------------------------------------
+
+"""
+    NWAttnError
+
+A libnwattn call returned a status other than `NWATTN_OK`. `message` is the C library's own
+message (`nwattn_context_last_error`), which begins with the status name, `name`.
+"""
+struct NWAttnError <: Exception
+    status::Int
+    name::String
+    message::String
+    func::Symbol
+end
+
+Base.showerror(io::IO, e::NWAttnError) = print(io, "NWAttnError (", e.func, "): ", e.message)
+
+status_name(s::Integer) = unsafe_string(@ccall $(_sym(:nwattn_status_name))(s::Cint)::Cstring)
+status_describe(s::Integer) =
+    unsafe_string(@ccall $(_sym(:nwattn_status_describe))(s::Cint)::Cstring)
+
+function _check(status::Cint, handle::Ptr{Cvoid}, func::Symbol)
+    status == 0 && return nothing
+    msg = handle == C_NULL ? "" :
+          unsafe_string(@ccall $(_sym(:nwattn_context_last_error))(handle::Ptr{Cvoid})::Cstring)
+    isempty(msg) && (msg = status_name(status) * ": " * status_describe(status))
+    throw(NWAttnError(Int(status), status_name(status), msg, func))
+end
+
+# ---- Context -------------------------------------------------------------------------------
+
+const BACKENDS = (auto = 0, reference = 1, blas = 2)
+
+"""
+    Context(backend = :auto)
+    Context(f, backend = :auto)   # do-block: closed when f returns
+
+A libnwattn context: backend (`:auto`, `:reference`, `:blas`), reusable working memory, last
+error. Closed by `close(ctx)`, at the end of a do-block, or by the garbage collector. Not to be
+used by two threads at once; the functions' default context is one per task.
+"""
+mutable struct Context
+    handle::Ptr{Cvoid}
+    function Context(backend::Union{Symbol,Integer} = :auto)
+        out = Ref{Ptr{Cvoid}}(C_NULL)
+        st = @ccall $(_sym(:nwattn_context_create))(out::Ptr{Ptr{Cvoid}})::Cint
+        _check(st, C_NULL, :nwattn_context_create)
+        ctx = new(out[])
+        finalizer(close, ctx)
+        backend === :auto || backend!(ctx, backend)
+        return ctx
+    end
+end
+
+function Context(f::Function, backend::Union{Symbol,Integer} = :auto)
+    ctx = Context(backend)
+    try
+        return f(ctx)
+    finally
+        close(ctx)
+    end
+end
+
+function Base.close(ctx::Context)
+    if ctx.handle != C_NULL
+        @ccall $(_sym(:nwattn_context_destroy))(ctx.handle::Ptr{Cvoid})::Cvoid
+        ctx.handle = C_NULL
+    end
+    return nothing
+end
+
+Base.isopen(ctx::Context) = ctx.handle != C_NULL
+
+function _h(ctx::Context)
+    ctx.handle == C_NULL && throw(ArgumentError("NWAttn: the context is closed"))
+    return ctx.handle
+end
+
+"""This task's default context, created on first use."""
+function default_context()
+    ctx = get(task_local_storage(), :nwattn_context, nothing)
+    if ctx === nothing || !isopen(ctx)
+        ctx = Context()
+        task_local_storage(:nwattn_context, ctx)
+    end
+    return ctx::Context
+end
+
+function backend(ctx::Context)
+    b = @ccall $(_sym(:nwattn_context_get_backend))(_h(ctx)::Ptr{Cvoid})::Cint
+    for (name, value) in pairs(BACKENDS)
+        value == b && return name
+    end
+    return Int(b)
+end
+
+function backend!(ctx::Context, b::Union{Symbol,Integer})
+    value = b isa Symbol ? get(BACKENDS, b, nothing) : b
+    value === nothing && throw(ArgumentError("unknown backend :$b; expected :auto, :reference or :blas"))
+    h = _h(ctx)
+    _check(@ccall($(_sym(:nwattn_context_set_backend))(h::Ptr{Cvoid}, value::Cint)::Cint), h,
+           :nwattn_context_set_backend)
+    return ctx
+end
+
+workspace_bytes(ctx::Context) =
+    Int(@ccall $(_sym(:nwattn_context_workspace_bytes))(_h(ctx)::Ptr{Cvoid})::Csize_t)
+release_workspace!(ctx::Context) =
+    (@ccall $(_sym(:nwattn_context_release_workspace))(_h(ctx)::Ptr{Cvoid})::Cvoid; ctx)
+last_error(ctx::Context) =
+    unsafe_string(@ccall $(_sym(:nwattn_context_last_error))(_h(ctx)::Ptr{Cvoid})::Cstring)
+
+# ---- Arrays --------------------------------------------------------------------------------
+# A matrix argument is an array of size (c, r, batch...): c is the C row length (features),
+# r the C rows (items). It is passed as it is when its memory is describable: Float32, strided,
+# unit first stride, second stride >= c, the batch dimensions one progression. Inputs that are
+# not are copied into an Array{Float32} (any Real element type but Bool is converted); outputs
+# that are not are refused.
+
+# The batch stride of dims from..N, or nothing if they are not one progression.
+function _batch_stride(sz, st, from)
+    stride = 0
+    expected = nothing
+    for k in from:length(sz)
+        sz[k] == 1 && continue
+        st[k] > 0 || return nothing
+        expected === nothing || st[k] == expected || return nothing
+        expected === nothing && (stride = st[k])
+        expected = st[k] * sz[k]
+    end
+    return stride
+end
+
+function _layout(A)
+    A isa StridedArray{Float32} || return nothing
+    c, r = size(A, 1), size(A, 2)
+    length(A) == 0 && return (max(c, 1), 0)
+    st = strides(A)
+    (c <= 1 || st[1] == 1) || return nothing
+    ld = max(c, 1)
+    if r > 1
+        st[2] >= max(c, 1) || return nothing
+        ld = st[2]
+    end
+    stride = _batch_stride(size(A), st, 3)
+    stride === nothing && return nothing
+    return (ld, stride)
+end
+
+function _realarray(A, name)
+    A isa AbstractArray || throw(ArgumentError("$name: expected an array, got $(typeof(A))"))
+    T = eltype(A)
+    (T <: Real && !(T <: Bool)) ||
+        throw(ArgumentError("$name: element type $T is not a real number type"))
+    ndims(A) >= 2 || throw(ArgumentError("$name: expected a matrix (…, with items as columns), got size $(size(A))"))
+    return A
+end
+
+function _input(A, name)
+    A = _realarray(A, name)
+    lay = _layout(A)
+    if lay === nothing
+        A = Array{Float32}(A)
+        lay = _layout(A)
+    end
+    return A, lay[1], lay[2]
+end
+
+function _output(out, dims, name)
+    if out === nothing
+        out = Array{Float32}(undef, dims...)
+    else
+        out isa StridedArray{Float32} ||
+            throw(ArgumentError("$name: expected a strided Float32 array, got $(typeof(out)) (outputs are never converted)"))
+        size(out) == dims || throw(DimensionMismatch("$name: size $(size(out)), expected $dims"))
+    end
+    lay = _layout(out)
+    lay === nothing && throw(ArgumentError("$name: its layout (strides $(strides(out))) cannot be passed without a copy"))
+    return out, lay[1], lay[2]
+end
+
+# A per-query output such as the log-sum-exp, size (m, batch...): m adjacent entries per item.
+function _vector_output(out, dims, name)
+    if out === nothing
+        out = Array{Float32}(undef, dims...)
+    else
+        out isa StridedArray{Float32} ||
+            throw(ArgumentError("$name: expected a strided Float32 array, got $(typeof(out))"))
+        size(out) == dims || throw(DimensionMismatch("$name: size $(size(out)), expected $dims"))
+    end
+    st = strides(out)
+    stride = length(out) == 0 ? 0 : _batch_stride(size(out), st, 2)
+    (stride === nothing || (length(out) > 0 && size(out, 1) > 1 && st[1] != 1)) &&
+        throw(ArgumentError("$name: its layout (strides $st) cannot be passed without a copy"))
+    return out, stride
+end
+
+_batchshape(A) = size(A)[3:end]
+
+# Operands whose batch dimensions are all 1 (or absent) are shared by every item (stride 0);
+# the others must have the same batch shape, which is the result's.
+function _common_batch(named...)
+    shape = nothing
+    longest = ()
+    for (name, A) in named
+        A === nothing && continue
+        s = _batchshape(A)
+        length(s) > length(longest) && (longest = s)
+        prod(s) == 1 && continue
+        if shape === nothing
+            shape = s
+        elseif s != shape
+            throw(DimensionMismatch("batch dimensions differ: $name has $s, expected $shape (or none, to share one matrix)"))
+        end
+    end
+    return shape === nothing ? longest : shape
+end
+
+# ---- Scores and masks ----------------------------------------------------------------------
+
+struct Score  # struct nwattn_score
+    kind::Cint
+    scale::Cfloat
+    bandwidth::Cfloat
+    bandwidths::Ptr{Cfloat}
+end
+
+struct Mask  # struct nwattn_mask
+    flags::Cuint
+    valid_lens::Ptr{Csize_t}
+    additive::Ptr{Cfloat}
+    ld_additive::Csize_t
+    stride_additive::Csize_t
+    keep::Ptr{UInt8}
+    ld_keep::Csize_t
+    stride_keep::Csize_t
+end
+
+const SCORES = (dot = 0, gaussian = 1, laplace = 2)
+const MASK_LEAVE_ONE_OUT = Cuint(1) << 0
+const MASK_CAUSAL = Cuint(1) << 1
+const MASK_LENS_PER_ROW = Cuint(1) << 2
+
+# (Score, the bandwidth array it points to or nothing): the caller must GC.@preserve the latter.
+function _score(kind, scale, bandwidth, bandwidths, d)
+    k = kind isa Symbol ? get(SCORES, kind, nothing) : kind
+    k === nothing && throw(ArgumentError("unknown score :$kind; expected :dot, :gaussian or :laplace"))
+    if k == SCORES.dot
+        (bandwidth === nothing && bandwidths === nothing) ||
+            throw(ArgumentError("bandwidth/bandwidths apply to :gaussian and :laplace, not :dot"))
+        s = scale === nothing ? (d > 0 ? 1 / sqrt(d) : 1.0) : scale
+        return Score(k, s, 0, Ptr{Cfloat}(C_NULL)), nothing
+    end
+    scale === nothing || throw(ArgumentError("scale applies to the :dot score only"))
+    if bandwidths !== nothing
+        bandwidth === nothing || throw(ArgumentError("give bandwidth or bandwidths, not both"))
+        bws = Vector{Float32}(bandwidths)
+        length(bws) == d || throw(DimensionMismatch("bandwidths: $(length(bws)) values, expected d = $d"))
+        return Score(k, 0, 0, pointer(bws)), bws
+    end
+    return Score(k, 0, bandwidth === nothing ? 1 : bandwidth, Ptr{Cfloat}(C_NULL)), nothing
+end
+
+# (Ref{Mask} or nothing, (lens, additive, keep)): the caller GC.@preserve's the three arrays
+# while the Mask, which points into them, is in use.
+function _mask(bshape, m, n; valid_lens = nothing, causal = false, leave_one_out = false,
+               additive = nothing, keep = nothing)
+    flags = (causal ? MASK_CAUSAL : Cuint(0)) | (leave_one_out ? MASK_LEAVE_ONE_OUT : Cuint(0))
+    if flags == 0 && valid_lens === nothing && additive === nothing && keep === nothing
+        return nothing, (nothing, nothing, nothing)
+    end
+    nb = prod(bshape)
+    lens = nothing
+    if valid_lens !== nothing
+        if valid_lens isa Integer
+            lens = fill(valid_lens, nb)
+        else
+            eltype(valid_lens) <: Integer && !(eltype(valid_lens) <: Bool) ||
+                throw(ArgumentError("valid_lens: element type $(eltype(valid_lens)) is not an integer type"))
+            if ndims(valid_lens) == length(bshape) + 1
+                size(valid_lens) == (m, bshape...) ||
+                    throw(DimensionMismatch("valid_lens: size $(size(valid_lens)), expected ($m, $(join(bshape, ", "))) for one length per query"))
+                flags |= MASK_LENS_PER_ROW
+            else
+                length(valid_lens) == nb ||
+                    throw(DimensionMismatch("valid_lens: $(length(valid_lens)) lengths for $nb items"))
+            end
+            lens = vec(valid_lens)
+        end
+        any(<(0), lens) && throw(ArgumentError("valid_lens: lengths must be >= 0"))
+        lens = Vector{Csize_t}(lens)
+    end
+    add = nothing
+    ld_add = stride_add = 0
+    if additive !== nothing
+        (size(additive, 1), size(additive, 2)) == (n, m) ||
+            throw(DimensionMismatch("additive: size $(size(additive)), expected ($n, $m, batch...)"))
+        add, ld_add, stride_add = _input(additive, "additive")
+    end
+    kp = nothing
+    ld_keep = stride_keep = 0
+    if keep !== nothing
+        eltype(keep) <: Union{Bool,Integer} ||
+            throw(ArgumentError("keep: element type $(eltype(keep)) is not Bool or integer"))
+        (size(keep, 1), size(keep, 2)) == (n, m) ||
+            throw(DimensionMismatch("keep: size $(size(keep)), expected ($n, $m, batch...)"))
+        kp = Array{UInt8}(keep .!= 0)  # bytes, 0 masks (always a copy)
+        ld_keep, stride_keep = max(n, 1), prod(_batchshape(kp)) > 1 ? n * m : 0
+    end
+    mask = Mask(flags,
+                lens === nothing ? Ptr{Csize_t}(C_NULL) : pointer(lens),
+                add === nothing ? Ptr{Cfloat}(C_NULL) : pointer(add), ld_add, stride_add,
+                kp === nothing ? Ptr{UInt8}(C_NULL) : pointer(kp), ld_keep, stride_keep)
+    return Ref(mask), (lens, add, kp)
+end
+
+_maskbatch(additive, keep) = (("additive", additive), ("keep", keep))
+
+# ---- The primitives ------------------------------------------------------------------------
+
+"""
+    scores(Q, K; score = :dot, scale = nothing, bandwidth = nothing, bandwidths = nothing,
+           out = nothing, ctx = default_context())
+
+`nwattn_scores`: Q d×m(×batch), K d×n(×batch) → S n×m(×batch), `S[j, i] = score(Q[:, i], K[:, j])`.
+`:dot` is `scale · q·k` (scale defaults to 1/√d), `:gaussian` `-|q-k|²/(2h²)`, `:laplace`
+`-|q-k|/h` with `h = bandwidth` (default 1) or per-feature `bandwidths` (d values).
+"""
+function scores(Q, K; score = :dot, scale = nothing, bandwidth = nothing, bandwidths = nothing,
+                out = nothing, ctx::Context = default_context())
+    d, m = size(Q, 1), size(Q, 2)
+    dk, n = size(K, 1), size(K, 2)
+    d == dk || throw(DimensionMismatch("Q has d = $d features but K has $dk"))
+    bshape = _common_batch(("Q", Q), ("K", K))
+    q, ldq, sq = _input(Q, "Q")
+    k, ldk, sk = _input(K, "K")
+    S, lds, ss = _output(out, (n, m, bshape...), "out")
+    sc, bws = _score(score, scale, bandwidth, bandwidths, d)
+    h = _h(ctx)
+    st = GC.@preserve bws @ccall $(_sym(:nwattn_scores))(
+        h::Ptr{Cvoid}, Ref(sc)::Ref{Score}, prod(bshape)::Csize_t, m::Csize_t, n::Csize_t,
+        d::Csize_t, q::Ptr{Float32}, ldq::Csize_t, sq::Csize_t, k::Ptr{Float32}, ldk::Csize_t,
+        sk::Csize_t, S::Ptr{Float32}, lds::Csize_t, ss::Csize_t)::Cint
+    _check(st, h, :nwattn_scores)
+    return S
+end
+
+"""
+    softmax(S; valid_lens, causal, leave_one_out, additive, keep, lse = false, out = nothing, ctx)
+    softmax!(S; ...)   # in place
+
+`nwattn_softmax` over each column of S n×m(×batch) (a query's scores). Masks combine; a masked
+key gets exactly zero weight, a fully masked column zeros and lse = -Inf.
+- `valid_lens`: per item (an integer, or `batch` lengths) or per query (`m×batch`).
+- `causal`, `leave_one_out`: keys j > i, or key i, masked for query i.
+- `additive` (n×m(×batch) floats added to the scores), `keep` (n×m(×batch), false masks).
+`lse = true` (or an array m(×batch)) also returns each query's log-sum-exp: `(W, lse)`.
+"""
+function softmax(S; out = nothing, lse = false, ctx::Context = default_context(), mask...)
+    n, m = size(S, 1), size(S, 2)
+    bshape = _common_batch(("S", S), _maskbatch(get(mask, :additive, nothing),
+                                                get(mask, :keep, nothing))...)
+    s, lds, ss = _input(S, "S")
+    W, ldw, sw = _output(out, (n, m, bshape...), "out")
+    L, sl = lse === false ? (nothing, 0) :
+            _vector_output(lse === true ? nothing : lse, (m, bshape...), "lse")
+    mref, (lens, add, kp) = _mask(bshape, m, n; mask...)
+    h = _h(ctx)
+    st = GC.@preserve lens add kp @ccall $(_sym(:nwattn_softmax))(
+        h::Ptr{Cvoid}, (mref === nothing ? C_NULL : mref)::Ptr{Mask}, prod(bshape)::Csize_t,
+        m::Csize_t, n::Csize_t, s::Ptr{Float32}, lds::Csize_t, ss::Csize_t, W::Ptr{Float32},
+        ldw::Csize_t, sw::Csize_t, (L === nothing ? C_NULL : L)::Ptr{Float32}, sl::Csize_t)::Cint
+    _check(st, h, :nwattn_softmax)
+    return L === nothing ? W : (W, L)
+end
+
+softmax!(S::StridedArray{Float32}; kw...) = softmax(S; out = S, kw...)
+
+"""
+    bmm(X, Y; out = nothing, ctx)
+
+`nwattn_bmm` in Julia's terms: `Z[:, :, b] = X[:, :, b] * Y[:, :, b]` (NNlib's `batched_mul`),
+X p×q(×batch), Y q×r(×batch). (The row-major C call computes Zᵀ = Yᵀ·Xᵀ on the same memory.)
+"""
+function bmm(X, Y; out = nothing, ctx::Context = default_context())
+    p, q = size(X, 1), size(X, 2)
+    qy, r = size(Y, 1), size(Y, 2)
+    q == qy || throw(DimensionMismatch("X is $p×$q but Y is $qy×$r"))
+    bshape = _common_batch(("X", X), ("Y", Y))
+    a, lda, sa = _input(Y, "Y")  # C's A: r×q row-major
+    b, ldb, sb = _input(X, "X")  # C's B: q×p row-major
+    Z, ldc, sc = _output(out, (p, r, bshape...), "out")
+    h = _h(ctx)
+    st = @ccall $(_sym(:nwattn_bmm))(
+        h::Ptr{Cvoid}, prod(bshape)::Csize_t, r::Csize_t, p::Csize_t, q::Csize_t,
+        a::Ptr{Float32}, lda::Csize_t, sa::Csize_t, b::Ptr{Float32}, ldb::Csize_t, sb::Csize_t,
+        Z::Ptr{Float32}, ldc::Csize_t, sc::Csize_t)::Cint
+    _check(st, h, :nwattn_bmm)
+    return Z
+end
+
+"""
+    pool(Q, K, V; score = :dot, scale, bandwidth, bandwidths, <mask keywords>,
+         weights = false, lse = false, out = nothing, ctx)
+
+`nwattn_pool`: O = V · softmax(scores) in Julia's layout: Q d×m, K d×n, V dv×n → O dv×m
+(×batch each). `weights = true` (or an n×m(×batch) array) and `lse = true` (or m(×batch)) also
+return the weights (for heatmaps) and the log-sum-exps: `(O, W)`, `(O, lse)` or `(O, W, lse)`.
+"""
+function pool(Q, K, V; score = :dot, scale = nothing, bandwidth = nothing,
+              bandwidths = nothing, out = nothing, weights = false, lse = false,
+              ctx::Context = default_context(), mask...)
+    d, m = size(Q, 1), size(Q, 2)
+    dk, n = size(K, 1), size(K, 2)
+    dv, nv = size(V, 1), size(V, 2)
+    d == dk || throw(DimensionMismatch("Q has d = $d features but K has $dk"))
+    n == nv || throw(DimensionMismatch("K has n = $n keys but V has $nv values"))
+    bshape = _common_batch(("Q", Q), ("K", K), ("V", V),
+                           _maskbatch(get(mask, :additive, nothing), get(mask, :keep, nothing))...)
+    q, ldq, sq = _input(Q, "Q")
+    k, ldk, sk = _input(K, "K")
+    v, ldv, sv = _input(V, "V")
+    O, ldo, so = _output(out, (dv, m, bshape...), "out")
+    W, ldw, sw = weights === false ? (nothing, 0, 0) :
+                 _output(weights === true ? nothing : weights, (n, m, bshape...), "weights")
+    L, sl = lse === false ? (nothing, 0) :
+            _vector_output(lse === true ? nothing : lse, (m, bshape...), "lse")
+    sc, bws = _score(score, scale, bandwidth, bandwidths, d)
+    mref, (lens, add, kp) = _mask(bshape, m, n; mask...)
+    h = _h(ctx)
+    st = GC.@preserve bws lens add kp @ccall $(_sym(:nwattn_pool))(
+        h::Ptr{Cvoid}, Ref(sc)::Ref{Score}, (mref === nothing ? C_NULL : mref)::Ptr{Mask},
+        prod(bshape)::Csize_t, m::Csize_t, n::Csize_t, d::Csize_t, dv::Csize_t,
+        q::Ptr{Float32}, ldq::Csize_t, sq::Csize_t, k::Ptr{Float32}, ldk::Csize_t, sk::Csize_t,
+        v::Ptr{Float32}, ldv::Csize_t, sv::Csize_t, O::Ptr{Float32}, ldo::Csize_t, so::Csize_t,
+        (W === nothing ? C_NULL : W)::Ptr{Float32}, ldw::Csize_t, sw::Csize_t,
+        (L === nothing ? C_NULL : L)::Ptr{Float32}, sl::Csize_t)::Cint
+    _check(st, h, :nwattn_pool)
+    extra = Tuple(x for x in (W, L) if x !== nothing)
+    return isempty(extra) ? O : (O, extra...)
+end
+
+"""
+    average_pool(V, m; <mask keywords>, out = nothing, ctx)
+
+`nwattn_average_pool`: every unmasked key gets the same weight; V dv×n(×batch) → O dv×m(×batch),
+each column the mean of the columns of V its mask keeps.
+"""
+function average_pool(V, m::Integer; out = nothing, ctx::Context = default_context(), mask...)
+    m >= 0 || throw(ArgumentError("m = $m must be >= 0"))
+    dv, n = size(V, 1), size(V, 2)
+    bshape = _common_batch(("V", V), _maskbatch(get(mask, :additive, nothing),
+                                                get(mask, :keep, nothing))...)
+    v, ldv, sv = _input(V, "V")
+    O, ldo, so = _output(out, (dv, m, bshape...), "out")
+    mref, (lens, add, kp) = _mask(bshape, m, n; mask...)
+    h = _h(ctx)
+    st = GC.@preserve lens add kp @ccall $(_sym(:nwattn_average_pool))(
+        h::Ptr{Cvoid}, (mref === nothing ? C_NULL : mref)::Ptr{Mask}, prod(bshape)::Csize_t,
+        m::Csize_t, n::Csize_t, dv::Csize_t, v::Ptr{Float32}, ldv::Csize_t, sv::Csize_t,
+        O::Ptr{Float32}, ldo::Csize_t, so::Csize_t)::Cint
+    _check(st, h, :nwattn_average_pool)
+    return O
+end
+
+end # module
