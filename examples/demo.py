@@ -1,0 +1,268 @@
+#!/usr/bin/python3
+"""The seeds' pictures, computed by libnwattn through its Python binding.
+
+d2l.ai, "Attention Pooling: Nadaraya-Watson Kernel Regression" (seed 2):
+  50 training points, x sorted uniform on [0, 5), y = 2 sin x + x^0.8 + N(0, 0.5) noise;
+  50 queries x = 0, 0.1, ..., 4.9; predictions by
+  - average pooling (every y_i weighs 1/n),
+  - nonparametric Nadaraya-Watson pooling, softmax(-(x - x_i)^2 / 2) · y,
+  - the parametric model softmax(-((x - x_i) w)^2 / 2) · y with w trained by SGD
+    (learning rate 0.5, 5 epochs, summed squared loss, leave-one-out keys),
+  with the attention heatmaps (queries × sorted training inputs, colour map Reds) of the
+  nonparametric and trained models and the training loss by epoch.
+Seed 1: 80 points y = sin x + 0.2 N(0, 1) on [0, 10), Nadaraya-Watson predictions on
+  linspace(-1, 11, 200) with bandwidths h = 0.05, 0.5 and 10.
+
+It writes PNG files (and the numbers behind them as CSV) to --out (default examples/out/) and
+prints the numbers it plots.
+
+usage: /usr/bin/python3 examples/demo.py [--out DIR] [--seed N] [--full]
+The library: NWATTN_LIBRARY, else an installed libnwattn, else build*/src of this checkout.
+"""
+import argparse
+import os
+import pathlib
+import sys
+
+HERE = pathlib.Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent / "python"))  # the binding of this checkout, if not installed
+
+import numpy as np  # noqa: E402
+
+import matplotlib  # noqa: E402
+
+matplotlib.use("Agg")  # files only, no display needed
+import matplotlib.pyplot as plt  # noqa: E402
+
+import nwattn  # noqa: E402
+
+
+# ---- Data --------------------------------------------------------------------------------
+# TODO(issue-3): take the data from the library's deterministic generators once they exist,
+# so that the C examples and this script draw the same points.
+
+def d2l_f(x):
+    return 2 * np.sin(x) + x ** 0.8
+
+
+def d2l_data(rng):
+    n_train = 50
+    x_train = np.sort(rng.random(n_train) * 5).astype(np.float32)
+    y_train = (d2l_f(x_train) + rng.normal(0.0, 0.5, n_train)).astype(np.float32)
+    x_test = np.arange(0, 5, 0.1, dtype=np.float32)
+    return x_train, y_train, x_test, d2l_f(x_test).astype(np.float32)
+
+
+def seed1_data(rng):
+    n = 80
+    x_train = (rng.random(n) * 10).astype(np.float32)
+    y_train = (np.sin(x_train) + 0.2 * rng.standard_normal(n)).astype(np.float32)
+    x_grid = np.linspace(-1, 11, 200, dtype=np.float32)
+    return x_train, y_train, x_grid
+
+
+def col(x):
+    """A vector as an n×1 matrix: n one-feature points (a view, no copy)."""
+    return np.asarray(x, np.float32)[:, None]
+
+
+# ---- The models, all computed by the library ---------------------------------------------
+
+def gaussian_pool(x_query, x_train, y_train, h, ctx, **mask):
+    """Nadaraya-Watson with the Gaussian kernel of bandwidth h: (predictions, weights)."""
+    y, w = nwattn.pool(col(x_query), col(x_train), col(y_train), score="gaussian",
+                       bandwidth=h, weights=True, ctx=ctx, **mask)
+    return y[:, 0], w
+
+
+def parametric_pool(x_query, x_train, y_train, w, ctx, **mask):
+    """d2l's softmax(-((x - x_i) w)^2 / 2) · y: the Gaussian kernel with h = 1/|w|
+    (w = 0 weighs every key the same: average pooling)."""
+    if w == 0:
+        n = len(x_query)
+        y = nwattn.average_pool(col(y_train), n, ctx=ctx, **mask)[:, 0]
+        return y, nwattn.softmax(np.zeros((n, len(x_train)), np.float32), ctx=ctx, **mask)
+    return gaussian_pool(x_query, x_train, y_train, 1.0 / abs(w), ctx, **mask)
+
+
+def train_w(x_train, y_train, w0, ctx, lr=0.5, epochs=5):
+    """d2l's training: each training point is a query against all the others (leave-one-out),
+    loss = sum of squared errors, plain SGD on w. Returns w and the loss of each epoch.
+
+    TODO(issue-3): call the library's trainer instead. Until it lands, the forward pass and
+    the attention weights come from the library and only the derivative of the loss is
+    formed here: with s_ij = -((x_i - x_j) w)^2 / 2 and a_ij = softmax_j(s_ij),
+    df_i/dw = sum_j a_ij (ds_ij/dw) (y_j - f_i), ds_ij/dw = -(x_i - x_j)^2 w."""
+    w = float(w0)
+    losses = []
+    diff2 = (x_train[:, None].astype(np.float64) - x_train[None, :]) ** 2
+    for _ in range(epochs):
+        f, a = parametric_pool(x_train, x_train, y_train, w, ctx, leave_one_out=True)
+        err = f.astype(np.float64) - y_train
+        losses.append(float(np.sum(err ** 2)))
+        dfdw = np.sum(a * (-diff2 * w) * (y_train[None, :] - f[:, None]), axis=1)
+        w -= lr * float(np.sum(2 * err * dfdw))
+    return w, losses
+
+
+# ---- Pictures ------------------------------------------------------------------------------
+
+def plot_kernel_reg(path, title, x_test, y_truth, y_hat, x_train, y_train):
+    """d2l's plot_kernel_reg: Truth and Pred over the queries, the training data as circles."""
+    fig, ax = plt.subplots(figsize=(5, 3.5))
+    ax.plot(x_test, y_truth, "-", label="Truth")
+    ax.plot(x_test, y_hat, "m--", label="Pred")
+    ax.plot(x_train, y_train, "o", alpha=0.5, label="data")
+    ax.set(xlabel="x", ylabel="y", xlim=(0, 5), ylim=(-1, 5), title=title)
+    ax.legend()
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def plot_heatmap(path, title, weights):
+    """d2l's show_heatmaps: queries down, sorted training inputs across, cmap Reds."""
+    fig, ax = plt.subplots(figsize=(4.8, 4))
+    im = ax.imshow(weights, cmap="Reds", aspect="auto")  # indices, as d2l draws it
+    ax.set(xlabel="Sorted training inputs", ylabel="Sorted testing inputs", title=title)
+    fig.colorbar(im, ax=ax, shrink=0.8, label="attention weight")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def plot_loss(path, losses):
+    fig, ax = plt.subplots(figsize=(5, 3.5))
+    epochs = np.arange(1, len(losses) + 1)
+    ax.plot(epochs, losses, "o-", label="train loss")
+    ax.set(xlabel="epoch", ylabel="loss", xlim=(1, len(losses)), title="Training w (SGD, lr 0.5)")
+    ax.legend()
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def plot_bandwidths(path, x_grid, preds, x_train, y_train):
+    fig, ax = plt.subplots(figsize=(6.5, 4))
+    for h, y in preds.items():
+        ax.plot(x_grid, y, label=f"h={h}")
+    ax.scatter(x_train, y_train, alpha=0.4, color="gray", label="data")
+    ax.set(xlabel="x", ylabel="y", title="Nadaraya-Watson: bandwidth = focus of attention")
+    ax.legend()
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def save_csv(path, header, columns):
+    np.savetxt(path, np.column_stack(columns), delimiter=",", header=",".join(header),
+               comments="", fmt="%.7g")
+
+
+# ---- Main ----------------------------------------------------------------------------------
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--out", default=str(HERE / "out"), help="output folder (created)")
+    parser.add_argument("--seed", type=int, default=1322, help="random seed of the data")
+    parser.add_argument("--full", action="store_true",
+                        help="print every row of every table (default: every 5th / 20th)")
+    args = parser.parse_args(argv)
+    out = pathlib.Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    np.set_printoptions(precision=4, suppress=True, linewidth=100)
+    step = 1 if args.full else 5
+
+    print(f"libnwattn {nwattn.version()} from {nwattn.library_path}")
+    rng = np.random.default_rng(args.seed)
+    ctx = nwattn.Context()
+
+    # -- seed 2: d2l's attention pooling --------------------------------------------------
+    x_train, y_train, x_test, y_truth = d2l_data(rng)
+    y_avg = nwattn.average_pool(col(y_train), len(x_test), ctx=ctx)[:, 0]
+    y_nw, w_nw = gaussian_pool(x_test, x_train, y_train, 1.0, ctx)
+    w0 = float(rng.random())  # d2l: torch.rand((1,))
+    w, losses = train_w(x_train, y_train, w0, ctx)
+    y_par, w_par = parametric_pool(x_test, x_train, y_train, w, ctx)
+
+    def mse(y):
+        return float(np.mean((y.astype(np.float64) - y_truth) ** 2))
+
+    print("\n== d2l: attention pooling on y = 2 sin x + x^0.8 + noise "
+          f"({len(x_train)} training points, {len(x_test)} queries)")
+    print(f"mean of y_train (average pooling's constant): {float(np.mean(y_train)):.4f}")
+    print("SGD on w (lr 0.5, leave-one-out, summed squared loss):")
+    print(f"  w0 = {w0:.4f}")
+    for epoch, loss in enumerate(losses, 1):
+        print(f"  epoch {epoch}, loss {loss:.6f}")
+    print(f"  trained w = {w:.4f} (Gaussian bandwidth 1/|w| = {1 / abs(w):.4f})")
+    print(f"MSE against the true f on the queries: average {mse(y_avg):.4f}, "
+          f"nonparametric {mse(y_nw):.4f}, trained {mse(y_par):.4f}")
+    print(f"\n{'x':>5} {'truth':>8} {'average':>8} {'NW h=1':>8} {'trained':>8}")
+    for i in range(0, len(x_test), step):
+        print(f"{x_test[i]:5.1f} {y_truth[i]:8.4f} {y_avg[i]:8.4f} {y_nw[i]:8.4f} "
+              f"{y_par[i]:8.4f}")
+    print("\nattention weights (rows: queries; peak weight, where it is, and the row sum):")
+    print(f"{'x':>5} {'NW peak':>8} {'at x_i':>7} {'sum':>6} | {'trained peak':>12} "
+          f"{'at x_i':>7} {'sum':>6}")
+    for i in range(0, len(x_test), step):
+        j, k = int(np.argmax(w_nw[i])), int(np.argmax(w_par[i]))
+        print(f"{x_test[i]:5.1f} {w_nw[i, j]:8.4f} {x_train[j]:7.3f} {w_nw[i].sum():6.3f} | "
+              f"{w_par[i, k]:12.4f} {x_train[k]:7.3f} {w_par[i].sum():6.3f}")
+
+    files = []
+
+    def emit(name):
+        path = out / name
+        files.append(path)
+        return path
+
+    plot_kernel_reg(emit("d2l_average_pooling.png"), "Average pooling", x_test, y_truth, y_avg,
+                    x_train, y_train)
+    plot_kernel_reg(emit("d2l_nonparametric.png"), "Nonparametric attention pooling (h = 1)",
+                    x_test, y_truth, y_nw, x_train, y_train)
+    plot_kernel_reg(emit("d2l_trained.png"), f"Trained attention pooling (w = {w:.2f})",
+                    x_test, y_truth, y_par, x_train, y_train)
+    plot_heatmap(emit("d2l_nonparametric_heatmap.png"), "Nonparametric attention weights",
+                 w_nw)
+    plot_heatmap(emit("d2l_trained_heatmap.png"), "Trained attention weights", w_par)
+    plot_loss(emit("d2l_training_loss.png"), losses)
+    save_csv(emit("d2l_curves.csv"), ["x", "truth", "average", "nonparametric", "trained"],
+             [x_test, y_truth, y_avg, y_nw, y_par])
+    save_csv(emit("d2l_train.csv"), ["x_train", "y_train"], [x_train, y_train])
+    np.savetxt(emit("d2l_nonparametric_weights.csv"), w_nw, delimiter=",", fmt="%.7g")
+    np.savetxt(emit("d2l_trained_weights.csv"), w_par, delimiter=",", fmt="%.7g")
+    save_csv(emit("d2l_training_loss.csv"), ["epoch", "loss"],
+             [np.arange(1, len(losses) + 1), losses])
+
+    # -- seed 1: three bandwidths ---------------------------------------------------------
+    s_x, s_y, x_grid = seed1_data(rng)
+    preds = {h: gaussian_pool(x_grid, s_x, s_y, h, ctx)[0] for h in (0.05, 0.5, 10.0)}
+    print(f"\n== seed 1: Nadaraya-Watson on y = sin x + noise ({len(s_x)} points), "
+          "bandwidths 0.05, 0.5, 10")
+    sine = np.sin(x_grid.astype(np.float64))
+    inside = (x_grid >= 0) & (x_grid <= 10)
+    for h, y in preds.items():
+        rough = float(np.mean(np.abs(np.diff(y, 2))))
+        print(f"  h = {h:5}: MSE against sin x on [0, 10] {np.mean((y - sine)[inside] ** 2):.4f}, "
+              f"range [{y.min():.3f}, {y.max():.3f}], mean |second difference| {rough:.4f}")
+    print(f"\n{'x':>7} " + " ".join(f"{'h=' + str(h):>8}" for h in preds))
+    for i in range(0, len(x_grid), 1 if args.full else 20):
+        print(f"{x_grid[i]:7.3f} " + " ".join(f"{preds[h][i]:8.4f}" for h in preds))
+    plot_bandwidths(emit("seed1_bandwidths.png"), x_grid, preds, s_x, s_y)
+    save_csv(emit("seed1_bandwidths.csv"), ["x"] + [f"h={h}" for h in preds],
+             [x_grid] + list(preds.values()))
+    save_csv(emit("seed1_data.csv"), ["x_train", "y_train"], [s_x, s_y])
+
+    ctx.close()
+    print(f"\nwrote {len(files)} files to {out.resolve()}{os.sep}:")
+    for path in files:
+        print(f"  {path.name}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
