@@ -209,8 +209,8 @@ function backend!(ctx::Context, b::Union{Symbol,Integer})
     value = b isa Symbol ? get(BACKENDS, b, nothing) : b
     value === nothing && throw(ArgumentError("unknown backend :$b; expected :auto, :reference or :blas"))
     h = _h(ctx)
-    _check(@ccall($(_sym(:nwattn_context_set_backend))(h::Ptr{Cvoid}, value::Cint)::Cint), h,
-           :nwattn_context_set_backend)
+    st = @ccall $(_sym(:nwattn_context_set_backend))(h::Ptr{Cvoid}, value::Cint)::Cint
+    _check(st, h, :nwattn_context_set_backend)
     return ctx
 end
 
