@@ -29,4 +29,7 @@ if missing:
 import pytest  # noqa: E402
 
 here = pathlib.Path(__file__).resolve().parent
-sys.exit(pytest.main(["-q", "-rs", "-p", "no:cacheprovider", str(here)] + sys.argv[1:]))
+# --capture=sys leaves file descriptor 2 alone, so that a sanitizer's report (written there by
+# the C library's runtime, which then ends the process) reaches the CTest log.
+sys.exit(pytest.main(["-q", "-rs", "-p", "no:cacheprovider", "--capture=sys", str(here)]
+                     + sys.argv[1:]))
