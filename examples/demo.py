@@ -194,7 +194,8 @@ def main(argv=None):
     print("\n== d2l: attention pooling on y = 2 sin x + x^0.8 + noise "
           f"({len(x_train)} training points, {len(x_test)} queries)")
     print(f"mean of y_train (average pooling's constant): {float(np.mean(y_train)):.4f}")
-    print("SGD on w (lr 0.5, leave-one-out, summed squared loss):")
+    print("SGD on w (lr 0.5, leave-one-out, summed squared loss; forward passes and attention\n"
+          "weights by the library, d(loss)/dw formed here from them):")
     print(f"  w0 = {w0:.4f}")
     for epoch, loss in enumerate(losses, 1):
         print(f"  epoch {epoch}, loss {loss:.6f}")
