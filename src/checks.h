@@ -51,4 +51,20 @@ nwattn_status nw_check_score(nwattn_context *ctx, const nwattn_score *score, siz
 nwattn_status nw_check_mask(nw_call *call, const nwattn_mask *mask, size_t m, size_t n,
                             nw_mask *out);
 
+/* The same for a shard of keys key_offset .. key_offset+n-1 (nwattn_pool_partial): valid
+ * lengths may take any value. */
+nwattn_status nw_check_shard_mask(nw_call *call, const nwattn_mask *mask, size_t m, size_t n,
+                                  size_t key_offset, nw_mask *out);
+
+struct nw_pool_args;
+/* Registers the pooling inputs of args (q, k, v and per-dimension bandwidths, as filled in by
+ * the caller with a validated score) with call. */
+nwattn_status nw_check_pool_inputs(nw_call *call, const struct nw_pool_args *args);
+
+/* Registers the three arrays of a partial state (batch × m rows of dv) as outputs of call, or
+ * as inputs when `output` is 0. names: static strings for acc, max, sum and the state itself
+ * (the ranges keep pointers to them). */
+nwattn_status nw_check_state(nw_call *call, const char *const names[4],
+                             const nwattn_pool_state *state, size_t m, size_t dv, int output);
+
 #endif /* NWATTN_CHECKS_H */

@@ -52,6 +52,14 @@ typedef struct nw_mask_row {
 static inline nw_mask_row nw_mask_row_get(const nw_mask *mask, size_t b, size_t i, size_t n) {
     nw_mask_row row = {nw_mask_row_limit(mask, b, i, n), nw_mask_excluded_key(mask, i),
                        nw_mask_additive_row(mask, b, i), nw_mask_keep_row(mask, b, i)};
+    const size_t offset = mask != NULL ? mask->key_offset : 0;
+    if (offset != 0) { /* a shard: limits and the excluded key move to the shard's numbering */
+        size_t limit = nw_mask_row_limit(mask, b, i, offset + n);
+        row.limit = limit > offset ? limit - offset : 0;
+        row.excluded = row.excluded != SIZE_MAX && row.excluded >= offset
+                           ? row.excluded - offset
+                           : SIZE_MAX;
+    }
     return row;
 }
 

@@ -1,9 +1,6 @@
-/* BLAS scores. Dot: S = scale · Q K^T in one sgemm. Gaussian and Laplace: the squared distance
- * |q'|^2 + |k'|^2 - 2 q'·k' with the product in sgemm, on q' = (q - c) / h and
- * k' = (k - c) / h where c is the mean key: centring removes most of the cancellation the
- * expansion suffers when the data sit far from the origin (x in [100, 101], say). */
-#include <math.h>
-
+/* BLAS scores. Dot: S = scale · Q K^T in one sgemm. Gaussian and Laplace: the centred distance
+ * expansion of blas_distance.h, with the product in sgemm. */
+#include "blas_distance.h"
 #include "blas_kernels.h"
 
 /* Scratch layout for the distance scores, in floats: centre (d), 1/h (d), K' (n×d), Q' (m×d),
@@ -17,29 +14,6 @@ size_t nw_blas_scores_workspace(const nw_score *score, size_t m, size_t n, size_
         !nw_mul(floats, sizeof(float), &bytes))
         return SIZE_MAX; /* the allocation fails and is reported */
     return bytes;
-}
-
-static void mean_key(size_t n, size_t d, const float *k, size_t ldk, float *centre) {
-    for (size_t j = 0; j < d; j++) {
-        double sum = 0.0;
-        for (size_t i = 0; i < n; i++)
-            sum += (double)k[i * ldk + j];
-        centre[j] = n > 0 ? (float)(sum / (double)n) : 0.0f;
-    }
-}
-
-/* out = (x - centre) · inv_h row by row (pitch d); norms = squared row lengths. */
-static void rescale_rows(size_t rows, size_t d, const float *x, size_t ldx, const float *centre,
-                         const float *inv_h, float *out, float *norms) {
-    for (size_t i = 0; i < rows; i++) {
-        double norm = 0.0;
-        for (size_t j = 0; j < d; j++) {
-            float u = (x[i * ldx + j] - centre[j]) * inv_h[j];
-            out[i * d + j] = u;
-            norm += (double)u * (double)u;
-        }
-        norms[i] = (float)norm;
-    }
 }
 
 void nw_blas_scores(const nw_score *score, size_t m, size_t n, size_t d, const float *q,
@@ -63,21 +37,10 @@ void nw_blas_scores(const nw_score *score, size_t m, size_t n, size_t d, const f
     float *knorm = qp + m * d;
     float *qnorm = knorm + n;
 
-    for (size_t j = 0; j < d; j++)
-        inv_h[j] = (float)(1.0 / (double)(score->bandwidths ? score->bandwidths[j]
-                                                            : score->bandwidth));
-    mean_key(n, d, k, ldk, centre);
-    rescale_rows(n, d, k, ldk, centre, inv_h, kp, knorm);
-    rescale_rows(m, d, q, ldq, centre, inv_h, qp, qnorm);
-
+    nw_inverse_bandwidths(score, d, inv_h);
+    nw_mean_key(n, d, k, ldk, centre);
+    nw_rescale_rows(n, d, k, ldk, centre, inv_h, kp, knorm);
+    nw_rescale_rows(m, d, q, ldq, centre, inv_h, qp, qnorm);
     nw_blas_sgemm(1, m, n, d, -2.0f, qp, d, kp, d, 0.0f, s, lds); /* -2 q'·k' */
-    const int gaussian = score->kind == NWATTN_SCORE_GAUSSIAN;
-    for (size_t i = 0; i < m; i++) {
-        float *row = s + i * lds;
-        for (size_t j = 0; j < n; j++) {
-            float dist2 = qnorm[i] + knorm[j] + row[j];
-            dist2 = dist2 > 0.0f ? dist2 : 0.0f; /* rounding can make it slightly negative */
-            row[j] = gaussian ? -0.5f * dist2 : -sqrtf(dist2);
-        }
-    }
+    nw_distance_scores(score->kind, m, n, qnorm, knorm, s, lds);
 }
