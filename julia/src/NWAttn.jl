@@ -23,9 +23,12 @@ through the dynamic loader, else a build tree of this checkout (`build*/src`).
 module NWAttn
 
 using Libdl
+using LinearAlgebra: Adjoint, Transpose
 
 export Context, NWAttnError, scores, softmax, softmax!, bmm, pool, average_pool,
-       backend, backend!, workspace_bytes, release_workspace!, last_error, default_context
+       backend, backend!, threads, threads!, workspace_bytes, release_workspace!, last_error,
+       default_context, positional_encoding, attention, PoolState, pool_partial,
+       merge_states!, finish_state
 
 const ENV_VAR = "NWATTN_LIBRARY"
 const SONAME = "libnwattn.so.0"
@@ -36,7 +39,10 @@ const SYMBOLS = (:nwattn_version_number, :nwattn_version_string, :nwattn_status_
                  :nwattn_context_set_backend, :nwattn_context_get_backend,
                  :nwattn_context_workspace_bytes, :nwattn_context_release_workspace,
                  :nwattn_context_last_error, :nwattn_scores, :nwattn_softmax, :nwattn_bmm,
-                 :nwattn_pool, :nwattn_average_pool)
+                 :nwattn_pool, :nwattn_average_pool, :nwattn_context_set_threads,
+                 :nwattn_context_get_threads, :nwattn_pool_partial, :nwattn_pool_state_merge,
+                 :nwattn_pool_state_finish, :nwattn_positional_encoding, :nwattn_attention)
+const MAX_THREADS = 256  # NWATTN_MAX_THREADS
 
 const library_path = Ref{String}("")
 const _handle = Ref{Ptr{Cvoid}}(C_NULL)
@@ -140,13 +146,14 @@ end
 
 # ---- Context -------------------------------------------------------------------------------
 
-const BACKENDS = (auto = 0, reference = 1, blas = 2)
+const BACKENDS = (auto = 0, reference = 1, blas = 2, fused = 3)
 
 """
     Context(backend = :auto)
     Context(f, backend = :auto)   # do-block: closed when f returns
 
-A libnwattn context: backend (`:auto`, `:reference`, `:blas`), reusable working memory, last
+A libnwattn context: backend (`:auto`, `:reference`, `:blas`, `:fused`), worker threads
+(`threads!`), reusable working memory, last
 error. Closed by `close(ctx)`, at the end of a do-block, or by the garbage collector. Not to be
 used by two threads at once; the functions' default context is one per task.
 """
@@ -211,6 +218,19 @@ function backend!(ctx::Context, b::Union{Symbol,Integer})
     h = _h(ctx)
     st = @ccall $(_sym(:nwattn_context_set_backend))(h::Ptr{Cvoid}, value::Cint)::Cint
     _check(st, h, :nwattn_context_set_backend)
+    return ctx
+end
+
+"""Worker threads for the fused pooling (`nwattn_context_get_threads`)."""
+threads(ctx::Context) =
+    Int(@ccall $(_sym(:nwattn_context_get_threads))(_h(ctx)::Ptr{Cvoid})::Csize_t)
+
+"""`nwattn_context_set_threads`: 1 ≤ n ≤ NWAttn.MAX_THREADS."""
+function threads!(ctx::Context, n::Integer)
+    n >= 0 || throw(ArgumentError("threads = $n must be >= 1"))
+    h = _h(ctx)
+    st = @ccall $(_sym(:nwattn_context_set_threads))(h::Ptr{Cvoid}, n::Csize_t)::Cint
+    _check(st, h, :nwattn_context_set_threads)
     return ctx
 end
 
@@ -572,6 +592,223 @@ function average_pool(V, m::Integer; out = nothing, ctx::Context = default_conte
         O::Ptr{Float32}, ldo::Csize_t, so::Csize_t)::Cint
     _check(st, h, :nwattn_average_pool)
     return O
+end
+
+# ---- The transformer module ----------------------------------------------------------------
+
+"""
+    positional_encoding(t, d; first = 0, out = nothing, ctx)
+
+`nwattn_positional_encoding` in Julia's layout: a d×t matrix whose column i is the encoding of
+position first + i - 1: P[2j+1, i] = sin(p / 10000^(2j/d)), P[2j+2, i] = cos(p / 10000^(2j/d)).
+"""
+function positional_encoding(t::Integer, d::Integer; first::Integer = 0, out = nothing,
+                             ctx::Context = default_context())
+    (t >= 0 && d >= 0 && first >= 0) || throw(ArgumentError("t, d and first must be >= 0"))
+    P, ldp, _ = _output(out, (d, t), "out")
+    h = _h(ctx)
+    st = @ccall $(_sym(:nwattn_positional_encoding))(h::Ptr{Cvoid}, t::Csize_t, d::Csize_t,
+                                                     first::Csize_t, P::Ptr{Float32},
+                                                     ldp::Csize_t)::Cint
+    _check(st, h, :nwattn_positional_encoding)
+    return P
+end
+
+struct AttentionParams  # struct nwattn_attention_params
+    heads::Csize_t
+    d_q_in::Csize_t
+    d_k_in::Csize_t
+    d_v_in::Csize_t
+    d_qk::Csize_t
+    d_v::Csize_t
+    d_out::Csize_t
+    w_q::Ptr{Cfloat}
+    w_k::Ptr{Cfloat}
+    w_v::Ptr{Cfloat}
+    w_o::Ptr{Cfloat}
+    b_q::Ptr{Cfloat}
+    b_k::Ptr{Cfloat}
+    b_v::Ptr{Cfloat}
+    b_o::Ptr{Cfloat}
+end
+
+# A weight W given the Julia (Flux) way, out×in with y = W*x, as the C library wants it: dense
+# row-major out×in, which is the memory of a column-major in×out matrix. A transpose of a dense
+# Float32 matrix already is that memory; anything else is copied.
+function _weight(W, name, out, in)
+    W === nothing && return nothing
+    size(W) == (out, in) || throw(DimensionMismatch("$name: size $(size(W)), expected ($out, $in)"))
+    if W isa Union{Transpose{Float32,Matrix{Float32}},Adjoint{Float32,Matrix{Float32}}}
+        return parent(W)
+    end
+    return Matrix{Float32}(permutedims(_realarray(W, name)))
+end
+
+function _bias(b, name, n)
+    b === nothing && return nothing
+    length(b) == n || throw(DimensionMismatch("$name: $(length(b)) values, expected $n"))
+    return Vector{Float32}(vec(b))
+end
+
+_ptr(a) = a === nothing ? Ptr{Cfloat}(C_NULL) : pointer(a)
+
+"""
+    attention(Xq, Xk = Xq, Xv = Xk; Wq, Wk, Wv, Wo = nothing, bq, bk, bv, bo, heads = 1,
+              score = :dot, <mask keywords>, weights = false, out = nothing, ctx)
+
+`nwattn_attention` in Julia's layout: Xq d_q_in×t_q(×batch), Xk d_k_in×t_kv, Xv d_v_in×t_kv;
+weights the Flux way, `Wq` d_qk×d_q_in (Q = Wq*Xq .+ bq), `Wk` d_qk×d_k_in, `Wv` d_v×d_v_in,
+optional `Wo` d_out×d_v. Returns Y d_out×t_q(×batch) (d_v without Wo), or `(Y, W)` with the
+per-head weights W t_kv×t_q×heads(×batch) when `weights = true`.
+"""
+function attention(Xq, Xk = Xq, Xv = Xk; Wq, Wk, Wv, Wo = nothing, bq = nothing,
+                   bk = nothing, bv = nothing, bo = nothing, heads::Integer = 1, score = :dot,
+                   scale = nothing, bandwidth = nothing, bandwidths = nothing, out = nothing,
+                   weights = false, ctx::Context = default_context(), mask...)
+    d_q_in, t_q = size(Xq, 1), size(Xq, 2)
+    d_k_in, t_kv = size(Xk, 1), size(Xk, 2)
+    d_v_in, t_v = size(Xv, 1), size(Xv, 2)
+    t_v == t_kv || throw(DimensionMismatch("Xk has $t_kv positions but Xv has $t_v"))
+    heads >= 0 || throw(ArgumentError("heads = $heads must be >= 1"))
+    d_qk, d_v = size(Wq, 1), size(Wv, 1)
+    d_out = Wo === nothing ? d_v : size(Wo, 1)
+    wq, wk = _weight(Wq, "Wq", d_qk, d_q_in), _weight(Wk, "Wk", d_qk, d_k_in)
+    wv, wo = _weight(Wv, "Wv", d_v, d_v_in), _weight(Wo, "Wo", d_out, d_v)
+    (bo === nothing || Wo !== nothing) || throw(ArgumentError("bo needs Wo"))
+    b_q, b_k = _bias(bq, "bq", d_qk), _bias(bk, "bk", d_qk)
+    b_v, b_o = _bias(bv, "bv", d_v), _bias(bo, "bo", d_out)
+    params = AttentionParams(heads, d_q_in, d_k_in, d_v_in, d_qk, d_v, d_out, _ptr(wq),
+                             _ptr(wk), _ptr(wv), _ptr(wo), _ptr(b_q), _ptr(b_k), _ptr(b_v),
+                             _ptr(b_o))
+    bshape = _common_batch(("Xq", Xq), ("Xk", Xk), ("Xv", Xv),
+                           _maskbatch(get(mask, :additive, nothing), get(mask, :keep, nothing))...)
+    xq, ldxq, sxq = _input(Xq, "Xq")
+    xk, ldxk, sxk = _input(Xk, "Xk")
+    xv, ldxv, sxv = _input(Xv, "Xv")
+    Y, ldy, sy = _output(out, (d_out, t_q, bshape...), "out")
+    W = nothing
+    ldw = sw = 0
+    if weights !== false
+        dims = (t_kv, t_q, heads, bshape...)
+        W = weights === true ? Array{Float32}(undef, dims...) : weights
+        (W isa Array{Float32} && size(W) == dims) ||
+            throw(ArgumentError("weights: expected true or an Array{Float32} of size $dims"))
+        ldw, sw = max(t_kv, 1), t_kv * t_q * heads
+    end
+    sc, bws = _score(score, scale, bandwidth, bandwidths, heads > 0 ? d_qk ÷ heads : 0)
+    mref, (lens, add, kp) = _mask(bshape, t_q, t_kv; mask...)
+    h = _h(ctx)
+    st = GC.@preserve wq wk wv wo b_q b_k b_v b_o bws lens add kp @ccall $(_sym(:nwattn_attention))(
+        h::Ptr{Cvoid}, Ref(params)::Ref{AttentionParams}, Ref(sc)::Ref{Score},
+        (mref === nothing ? C_NULL : mref)::Ptr{Mask}, prod(bshape)::Csize_t, t_q::Csize_t,
+        t_kv::Csize_t, xq::Ptr{Float32}, ldxq::Csize_t, sxq::Csize_t, xk::Ptr{Float32},
+        ldxk::Csize_t, sxk::Csize_t, xv::Ptr{Float32}, ldxv::Csize_t, sxv::Csize_t,
+        Y::Ptr{Float32}, ldy::Csize_t, sy::Csize_t, (W === nothing ? C_NULL : W)::Ptr{Float32},
+        ldw::Csize_t, sw::Csize_t)::Cint
+    _check(st, h, :nwattn_attention)
+    return W === nothing ? Y : (Y, W)
+end
+
+struct PoolStateC  # struct nwattn_pool_state
+    acc::Ptr{Cfloat}
+    ld_acc::Csize_t
+    stride_acc::Csize_t
+    max::Ptr{Cfloat}
+    sum::Ptr{Cfloat}
+    stride_stats::Csize_t
+end
+
+"""
+    PoolState(dv, m, batch...)
+
+A partial pooling state in Julia's layout: `acc` dv×m(×batch), `max` and `sum` m(×batch)
+(dense arrays). Starts empty (sum 0, max -Inf, acc 0): the identity of `merge_states!`.
+"""
+struct PoolState
+    acc::Array{Float32}
+    max::Array{Float32}
+    sum::Array{Float32}
+end
+
+PoolState(dv::Integer, m::Integer, batch::Integer...) =
+    PoolState(zeros(Float32, dv, m, batch...), fill(-Inf32, m, batch...), zeros(Float32, m, batch...))
+
+function _cstate(s::PoolState)
+    dv, m = size(s.acc, 1), size(s.acc, 2)
+    size(s.max) == size(s.sum) == (m, _batchshape(s.acc)...) ||
+        throw(DimensionMismatch("PoolState: acc is $(size(s.acc)) but max, sum are $(size(s.max)), $(size(s.sum))"))
+    return PoolStateC(pointer(s.acc), max(dv, 1), dv * m, pointer(s.max), pointer(s.sum), m)
+end
+
+"""
+    pool_partial(Q, K, V; key_offset = 0, score..., <mask keywords>, state = nothing, ctx)
+
+`nwattn_pool_partial`: the state of queries Q d×m pooled over keys key_offset+1 ..
+key_offset+n of a larger problem, K d×n and V dv×n holding those keys (×batch each).
+Causal, leave-one-out and valid lengths count whole-problem keys; `additive` and `keep` are
+the shard's rows (n×m). Returns the (new or given) `PoolState`.
+"""
+function pool_partial(Q, K, V; key_offset::Integer = 0, score = :dot, scale = nothing,
+                      bandwidth = nothing, bandwidths = nothing, state = nothing,
+                      ctx::Context = default_context(), mask...)
+    d, m = size(Q, 1), size(Q, 2)
+    dk, n = size(K, 1), size(K, 2)
+    dv, nv = size(V, 1), size(V, 2)
+    d == dk || throw(DimensionMismatch("Q has d = $d features but K has $dk"))
+    n == nv || throw(DimensionMismatch("K has n = $n keys but V has $nv values"))
+    key_offset >= 0 || throw(ArgumentError("key_offset must be >= 0"))
+    bshape = _common_batch(("Q", Q), ("K", K), ("V", V),
+                           _maskbatch(get(mask, :additive, nothing), get(mask, :keep, nothing))...)
+    q, ldq, sq = _input(Q, "Q")
+    k, ldk, sk = _input(K, "K")
+    v, ldv, sv = _input(V, "V")
+    state === nothing && (state = PoolState(dv, m, bshape...))
+    size(state.acc) == (dv, m, bshape...) ||
+        throw(DimensionMismatch("state: acc is $(size(state.acc)), expected $((dv, m, bshape...))"))
+    cs = _cstate(state)
+    sc, bws = _score(score, scale, bandwidth, bandwidths, d)
+    mref, (lens, add, kp) = _mask(bshape, m, n; mask...)
+    h = _h(ctx)
+    st = GC.@preserve state bws lens add kp @ccall $(_sym(:nwattn_pool_partial))(
+        h::Ptr{Cvoid}, Ref(sc)::Ref{Score}, (mref === nothing ? C_NULL : mref)::Ptr{Mask},
+        prod(bshape)::Csize_t, m::Csize_t, n::Csize_t, d::Csize_t, dv::Csize_t,
+        key_offset::Csize_t, q::Ptr{Float32}, ldq::Csize_t, sq::Csize_t, k::Ptr{Float32},
+        ldk::Csize_t, sk::Csize_t, v::Ptr{Float32}, ldv::Csize_t, sv::Csize_t,
+        Ref(cs)::Ref{PoolStateC})::Cint
+    _check(st, h, :nwattn_pool_partial)
+    return state
+end
+
+"""`nwattn_pool_state_merge`: `into` merged with `from` (disjoint key subsets); returns into."""
+function merge_states!(into::PoolState, from::PoolState; ctx::Context = default_context())
+    size(into.acc) == size(from.acc) ||
+        throw(DimensionMismatch("states of different sizes: $(size(into.acc)) and $(size(from.acc))"))
+    dv, m = size(into.acc, 1), size(into.acc, 2)
+    a, b = _cstate(into), _cstate(from)
+    h = _h(ctx)
+    st = GC.@preserve into from @ccall $(_sym(:nwattn_pool_state_merge))(
+        h::Ptr{Cvoid}, prod(_batchshape(into.acc))::Csize_t, m::Csize_t, dv::Csize_t,
+        Ref(a)::Ref{PoolStateC}, Ref(b)::Ref{PoolStateC})::Cint
+    _check(st, h, :nwattn_pool_state_merge)
+    return into
+end
+
+"""`nwattn_pool_state_finish`: O = acc ./ sum' (dv×m(×batch)), and with `lse = true` also
+max + log(sum): `(O, lse)`. `out = state.acc` finishes in place."""
+function finish_state(s::PoolState; out = nothing, lse = false, ctx::Context = default_context())
+    dv, m = size(s.acc, 1), size(s.acc, 2)
+    bshape = _batchshape(s.acc)
+    cs = _cstate(s)
+    O, ldo, so = _output(out, (dv, m, bshape...), "out")
+    L, sl = lse === false ? (nothing, 0) :
+            _vector_output(lse === true ? nothing : lse, (m, bshape...), "lse")
+    h = _h(ctx)
+    st = GC.@preserve s @ccall $(_sym(:nwattn_pool_state_finish))(
+        h::Ptr{Cvoid}, prod(bshape)::Csize_t, m::Csize_t, dv::Csize_t, Ref(cs)::Ref{PoolStateC},
+        O::Ptr{Float32}, ldo::Csize_t, so::Csize_t, (L === nothing ? C_NULL : L)::Ptr{Float32},
+        sl::Csize_t)::Cint
+    _check(st, h, :nwattn_pool_state_finish)
+    return L === nothing ? O : (O, L)
 end
 
 end # module

@@ -205,4 +205,61 @@ rnd(dims...) = 2 .* rand(Float32, dims...) .- 1
         other = fetch(Threads.@spawn default_context())
         @test other !== default_context()
     end
+
+    @testset "transformer module" begin
+        # positional encoding: column i is position first + i - 1
+        P = positional_encoding(5, 7; first = 3)
+        @test size(P) == (7, 5)
+        for i in 1:5, c in 1:7
+            p = 3 + i - 1
+            j = (c - 1) ÷ 2
+            want = isodd(c) ? sin(p / 10000^(2j / 7)) : cos(p / 10000^(2j / 7))
+            @test abs(P[c, i] - want) <= 1e-6
+        end
+
+        # attention: two heads with Flux-style weights, against a per-head loop
+        d_in, d_qk, d_v, d_out, t, heads = 6, 4, 4, 3, 5, 2
+        X = rnd(d_in, t, 2)
+        Wq, Wk, Wv, Wo = rnd(d_qk, d_in), rnd(d_qk, d_in), rnd(d_v, d_in), rnd(d_out, d_v)
+        bq, bk, bv, bo = rnd(d_qk), rnd(d_qk), rnd(d_v), rnd(d_out)
+        for b in (:reference, :blas, :fused)
+            Context(b) do ctx
+                Y, W = attention(X; Wq = Wq, Wk = Wk, Wv = Wv, Wo = Wo, bq = bq, bk = bk,
+                                 bv = bv, bo = bo, heads = heads, causal = true,
+                                 weights = true, ctx = ctx)
+                @test size(Y) == (d_out, t, 2) && size(W) == (t, t, heads, 2)
+                for item in 1:2
+                    x = Float64.(X[:, :, item])
+                    Q, K, V = Wq * x .+ bq, Wk * x .+ bk, Wv * x .+ bv
+                    dh = d_qk ÷ heads
+                    heads_out = Matrix{Float64}[]
+                    for hd in 1:heads
+                        r = (hd - 1) * dh + 1:hd * dh
+                        ok = [j <= i for j in 1:t, i in 1:t]
+                        A, _ = ref_softmax(ref_scores(Q[r, :], K[r, :]); ok = ok)
+                        @test close_to(W[:, :, hd, item], A, 5e-5)
+                        push!(heads_out, V[r, :] * A)
+                    end
+                    @test close_to(Y[:, :, item], Float64.(Wo) * vcat(heads_out...) .+ bo, 5e-5)
+                end
+            end
+        end
+
+        # partial states: two shards of the keys merged give the pooling
+        Q, K, V = rnd(3, 6), rnd(3, 9), rnd(2, 9)
+        whole = pool(Q, K, V; score = :gaussian, causal = true)
+        s1 = pool_partial(Q, K[:, 1:4], V[:, 1:4]; score = :gaussian, causal = true)
+        s2 = pool_partial(Q, K[:, 5:9], V[:, 5:9]; key_offset = 4, score = :gaussian,
+                          causal = true)
+        total = merge_states!(merge_states!(PoolState(2, 6), s2), s1)
+        @test close_to(finish_state(total), Float64.(whole), 1e-4)
+
+        Context(:fused) do ctx
+            threads!(ctx, 2)
+            @test threads(ctx) == 2
+            @test_throws NWAttnError threads!(ctx, 0)
+            Q, K, V = rnd(8, 130), rnd(8, 300), rnd(5, 300)
+            @test close_to(pool(Q, K, V; ctx = ctx), ref_pool(Q, K, V)[1], 1e-4)
+        end
+    end
 end

@@ -11,6 +11,10 @@ from ._capi import C as _C
 from ._errors import NWAttnError, Status, status_describe, status_name
 from ._context import Backend, Context, default_context
 from ._core import MaskFlag, ScoreKind, average_pool, bmm, pool, scores, softmax
+from ._transformer import (PoolState, attention, finish_state, merge_states, pool_partial,
+                           positional_encoding)
+
+MAX_THREADS = 256  # NWATTN_MAX_THREADS
 
 __version__ = "0.1.0"
 
@@ -32,7 +36,9 @@ if version_number() // 10000 != int(__version__.split(".")[0]):
     )
 
 __all__ = [
-    "Backend", "Context", "LibraryNotFoundError", "MaskFlag", "NWAttnError", "ScoreKind",
-    "Status", "ENV_VAR", "average_pool", "bmm", "default_context", "library_path", "pool",
-    "scores", "softmax", "status_describe", "status_name", "version", "version_number",
+    "Backend", "Context", "LibraryNotFoundError", "MaskFlag", "MAX_THREADS", "NWAttnError",
+    "PoolState", "ScoreKind", "Status", "ENV_VAR", "attention", "average_pool", "bmm",
+    "default_context", "finish_state", "library_path", "merge_states", "pool", "pool_partial",
+    "positional_encoding", "scores", "softmax", "status_describe", "status_name", "version",
+    "version_number",
 ]

@@ -53,7 +53,44 @@ class Allocator(ctypes.Structure):
     _fields_ = [("alloc", ALLOC_FN), ("free", FREE_FN), ("user", c_void_p)]
 
 
+class PoolState(ctypes.Structure):
+    """struct nwattn_pool_state"""
+
+    _fields_ = [
+        ("acc", c_void_p),
+        ("ld_acc", c_size_t),
+        ("stride_acc", c_size_t),
+        ("max", c_void_p),
+        ("sum", c_void_p),
+        ("stride_stats", c_size_t),
+    ]
+
+
+class AttentionParams(ctypes.Structure):
+    """struct nwattn_attention_params"""
+
+    _fields_ = [
+        ("heads", c_size_t),
+        ("d_q_in", c_size_t),
+        ("d_k_in", c_size_t),
+        ("d_v_in", c_size_t),
+        ("d_qk", c_size_t),
+        ("d_v", c_size_t),
+        ("d_out", c_size_t),
+        ("w_q", c_void_p),
+        ("w_k", c_void_p),
+        ("w_v", c_void_p),
+        ("w_o", c_void_p),
+        ("b_q", c_void_p),
+        ("b_k", c_void_p),
+        ("b_v", c_void_p),
+        ("b_o", c_void_p),
+    ]
+
+
 score_p = ctypes.POINTER(Score)
+state_p = ctypes.POINTER(PoolState)
+params_p = ctypes.POINTER(AttentionParams)
 mask_p = ctypes.POINTER(Mask)
 S = c_size_t
 M = (fptr, S, S)  # a matrix argument: pointer, leading dimension, batch stride
@@ -79,6 +116,15 @@ PROTOTYPES = {
     "nwattn_pool": (
         status_t, (ctx_p, score_p, mask_p, S, S, S, S, S, *M, *M, *M, *M, *M, fptr, S)),
     "nwattn_average_pool": (status_t, (ctx_p, mask_p, S, S, S, S, *M, *M)),
+    "nwattn_context_set_threads": (status_t, (ctx_p, S)),
+    "nwattn_context_get_threads": (S, (ctx_p,)),
+    "nwattn_pool_partial": (
+        status_t, (ctx_p, score_p, mask_p, S, S, S, S, S, S, *M, *M, *M, state_p)),
+    "nwattn_pool_state_merge": (status_t, (ctx_p, S, S, S, state_p, state_p)),
+    "nwattn_pool_state_finish": (status_t, (ctx_p, S, S, S, state_p, *M, fptr, S)),
+    "nwattn_positional_encoding": (status_t, (ctx_p, S, S, S, fptr, S)),
+    "nwattn_attention": (
+        status_t, (ctx_p, params_p, score_p, mask_p, S, S, S, *M, *M, *M, *M, *M)),
 }
 
 

@@ -15,6 +15,7 @@ class Backend(enum.IntEnum):
     AUTO = 0  # BLAS where it can express the problem, else reference
     REFERENCE = 1  # plain loops, double accumulation: the oracle
     BLAS = 2  # cblas_sgemm / sgemv / sgemm_batch, float softmax
+    FUSED = 3  # tiled online softmax on cblas_sgemm tiles
 
 
 def _backend_value(backend):
@@ -30,9 +31,10 @@ def _backend_value(backend):
 
 
 class Context:
-    """A libnwattn context (``nwattn_context``): backend choice, working memory, last error.
+    """A libnwattn context (``nwattn_context``): backend choice, threads, working memory, last
+    error.
 
-    ``Context(backend="auto")`` creates one. Close it with :meth:`close` or a ``with`` block;
+    ``Context(backend="auto", threads=1)`` creates one. Close it with :meth:`close` or a ``with`` block;
     otherwise it is closed when garbage collected. A context must not be used by two threads at
     once; the module functions use a per-thread default context when ``ctx`` is not given.
 
@@ -41,7 +43,7 @@ class Context:
     itself) from it. Exceptions raised inside it count as a failed allocation.
     """
 
-    def __init__(self, backend=Backend.AUTO, *, allocator=None):
+    def __init__(self, backend=Backend.AUTO, *, threads=1, allocator=None):
         handle = _capi.ctx_p()
         if allocator is None:
             self._callbacks = None
@@ -58,6 +60,8 @@ class Context:
             self, _destroy, self._handle, self._callbacks)
         if backend != Backend.AUTO:
             self.backend = backend
+        if threads != 1:
+            self.threads = threads
 
     @property
     def handle(self):
@@ -94,6 +98,20 @@ class Context:
               "nwattn_context_set_backend")
 
     @property
+    def threads(self):
+        """Worker threads for the fused pooling (``nwattn_context_get_threads`` /
+        ``_set_threads``; 1 to ``MAX_THREADS``, default 1)."""
+        return C.nwattn_context_get_threads(self.handle)
+
+    @threads.setter
+    def threads(self, value):
+        value = int(value)
+        if value < 0:
+            raise ValueError(f"threads = {value} must be >= 1")
+        handle = self.handle
+        check(C.nwattn_context_set_threads(handle, value), handle, "nwattn_context_set_threads")
+
+    @property
     def workspace_bytes(self):
         """Bytes of working memory the context holds (``nwattn_context_workspace_bytes``)."""
         return C.nwattn_context_workspace_bytes(self.handle)
@@ -110,7 +128,7 @@ class Context:
     def __repr__(self):
         if self.closed:
             return "<nwattn.Context closed>"
-        return f"<nwattn.Context backend={self.backend.name.lower()} " \
+        return f"<nwattn.Context backend={self.backend.name.lower()} threads={self.threads} " \
                f"workspace={self.workspace_bytes} bytes>"
 
 

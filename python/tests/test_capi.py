@@ -104,7 +104,9 @@ def struct_fields(name):
 
 @pytest.mark.parametrize("name, struct", [("nwattn_score", _capi.Score),
                                           ("nwattn_mask", _capi.Mask),
-                                          ("nwattn_allocator", _capi.Allocator)])
+                                          ("nwattn_allocator", _capi.Allocator),
+                                          ("nwattn_pool_state", _capi.PoolState),
+                                          ("nwattn_attention_params", _capi.AttentionParams)])
 def test_struct_fields_match_header(name, struct):
     assert struct_fields(name) == [f[0] for f in struct._fields_]
 
@@ -116,3 +118,8 @@ def test_package_version_matches_header():
     assert nwattn.__version__ == f"{major}.{minor}.{patch}"
     assert nwattn.version_number() == major * 10000 + minor * 100 + patch
     assert nwattn.version() == nwattn.__version__
+
+
+def test_max_threads_matches_header():
+    value = re.search(r"#define NWATTN_MAX_THREADS (\d+)", HEADER.read_text()).group(1)
+    assert nwattn.MAX_THREADS == int(value)
