@@ -81,6 +81,16 @@ nwattn_status nw_output(nw_call *call, const char *name, const float *data, size
     return NWATTN_OK;
 }
 
+nwattn_status nw_output_elems(nw_call *call, const char *name, const void *data, size_t elem,
+                              size_t rows, size_t cols, size_t ld) {
+    if (call->n_outputs == NW_MAX_OPERANDS)
+        return nw_fail(call->ctx, NWATTN_ERR_UNSUPPORTED, "internal: too many operands");
+    NW_TRY(operand_range(call->ctx, 1, name, data, elem, rows, cols, ld, 0,
+                         &call->outputs[call->n_outputs]));
+    call->n_outputs++;
+    return NWATTN_OK;
+}
+
 static int overlap(const nw_range *a, const nw_range *b) {
     if (a->begin == a->end || b->begin == b->end)
         return 0;

@@ -36,6 +36,11 @@ nwattn_status nw_output(nw_call *call, const char *name, const float *data, size
 nwattn_status nw_input_array(nw_call *call, const char *name, const void *data, size_t elem,
                              size_t count);
 
+/* A single (batch-less) rows×cols matrix of elem-byte elements that is an output: doubles,
+ * bytes or size_t counts of the regression functions. Checks NULL, ld and overflow. */
+nwattn_status nw_output_elems(nw_call *call, const char *name, const void *data, size_t elem,
+                              size_t rows, size_t cols, size_t ld);
+
 /* Fails with NWATTN_ERR_ALIASING if an output overlaps an input or another output. */
 nwattn_status nw_check_disjoint(const nw_call *call);
 

@@ -25,6 +25,8 @@ static const status_text status_texts[] = {
     {"NWATTN_ERR_TOO_LARGE", "a leading dimension or stride exceeds the BLAS integer type"},
     {"NWATTN_ERR_ALLOC", "memory allocation failed"},
     {"NWATTN_ERR_UNSUPPORTED", "the selected backend cannot perform this operation"},
+    {"NWATTN_ERR_DEGENERATE_DATA",
+     "the data cannot support the request: too few points, or a coordinate without spread"},
 };
 
 static const status_text *lookup(nwattn_status status) {

@@ -770,9 +770,10 @@ static void test_status_names(void **state) {
         "NWATTN_ERR_TOO_LARGE",
         "NWATTN_ERR_ALLOC",
         "NWATTN_ERR_UNSUPPORTED",
+        "NWATTN_ERR_DEGENERATE_DATA",
     };
     const size_t count = sizeof names / sizeof names[0];
-    assert_int_equal(count, (size_t)NWATTN_ERR_UNSUPPORTED + 1);
+    assert_int_equal(count, (size_t)NWATTN_ERR_DEGENERATE_DATA + 1);
     for (size_t s = 0; s < count; s++) {
         nwattn_status st = (nwattn_status)s;
         assert_string_equal(nwattn_status_name(st), names[s]);
@@ -783,7 +784,7 @@ static void test_status_names(void **state) {
         for (size_t t = 0; t < s; t++)
             assert_true(strcmp(desc, nwattn_status_describe((nwattn_status)t)) != 0);
     }
-    static const unsigned unknown[] = {13, 100, 0x7fffffffu};
+    static const unsigned unknown[] = {14, 100, 0x7fffffffu};
     for (size_t u = 0; u < sizeof unknown / sizeof unknown[0]; u++) {
         nwattn_status st = (nwattn_status)unknown[u];
         assert_string_equal(nwattn_status_name(st), "NWATTN_ERR_UNKNOWN");

@@ -43,3 +43,17 @@ void nw_distance_scores(nwattn_score_kind kind, size_t m, size_t n, const float 
         }
     }
 }
+
+void nw_distance_scores_1d(nwattn_score_kind kind, size_t m, size_t n, const float *q,
+                           size_t ldq, const float *k, size_t ldk, float inv_h, float *s,
+                           size_t lds) {
+    const int gaussian = kind == NWATTN_SCORE_GAUSSIAN;
+    for (size_t i = 0; i < m; i++) {
+        float *row = s + i * lds;
+        const float qi = q[i * ldq];
+        for (size_t j = 0; j < n; j++) {
+            float u = (qi - k[j * ldk]) * inv_h;
+            row[j] = gaussian ? -0.5f * u * u : -fabsf(u);
+        }
+    }
+}

@@ -21,4 +21,10 @@ void nw_rescale_rows(size_t rows, size_t d, const float *x, size_t ldx, const fl
 void nw_distance_scores(nwattn_score_kind kind, size_t m, size_t n, const float *qnorm,
                         const float *knorm, float *s, size_t lds);
 
+/* d == 1: the Gaussian or Laplace scores of m queries against n keys from (q - k) / h directly,
+ * as the expansion would only lose accuracy there (and a rank-1 sgemm gains nothing). */
+void nw_distance_scores_1d(nwattn_score_kind kind, size_t m, size_t n, const float *q,
+                           size_t ldq, const float *k, size_t ldk, float inv_h, float *s,
+                           size_t lds);
+
 #endif /* NWATTN_BLAS_DISTANCE_H */

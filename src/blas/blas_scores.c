@@ -1,4 +1,5 @@
-/* BLAS scores. Dot: S = scale · Q K^T in one sgemm. Gaussian and Laplace: the centred distance
+/* BLAS scores. Dot: S = scale · Q K^T in one sgemm. Gaussian and Laplace with d == 1: (q - k)/h
+ * directly (a rank-1 sgemm would only lose accuracy). With d > 1: the centred distance
  * expansion of blas_distance.h, with the product in sgemm. */
 #include "blas_distance.h"
 #include "blas_kernels.h"
@@ -28,6 +29,12 @@ void nw_blas_scores(const nw_score *score, size_t m, size_t n, size_t d, const f
         for (size_t i = 0; i < m; i++)
             for (size_t j = 0; j < n; j++)
                 s[i * lds + j] = 0.0f;
+        return;
+    }
+    if (d == 1) {
+        float inv_h;
+        nw_inverse_bandwidths(score, 1, &inv_h);
+        nw_distance_scores_1d(score->kind, m, n, q, ldq, k, ldk, inv_h, s, lds);
         return;
     }
     float *centre = scratch;

@@ -80,6 +80,11 @@ static void score_tile(const unit *u, size_t j0, size_t cols, float *s, size_t l
             memset(s + r * lds, 0, cols * sizeof(float));
         return;
     default:
+        if (a->d == 1) { /* as nw_blas_scores: directly */
+            nw_distance_scores_1d(a->score.kind, u->rows, cols, u->q, a->ldq, k, a->ldk,
+                                  u->inv_h[0], s, lds);
+            return;
+        }
         nw_rescale_rows(cols, a->d, k, a->ldk, u->centre, u->inv_h, u->kp, u->knorm);
         nw_blas_sgemm(1, u->rows, cols, a->d, -2.0f, u->qp, a->d, u->kp, a->d, 0.0f, s, lds);
         nw_distance_scores(a->score.kind, u->rows, cols, u->qnorm, u->knorm, s, lds);

@@ -25,6 +25,8 @@ echo "pkg-config --static --libs nwattn: $static_libs"
 [[ " $libs " == *" -lnwattn "* ]] || fail "--libs lacks -lnwattn"
 [[ " $libs " != *" -lopenblas "* ]] || fail "--libs names OpenBLAS, a private dependency"
 [[ " $static_libs " == *" -lopenblas "* ]] || fail "--static --libs lacks -lopenblas"
+[[ " $libs " != *" -llapacke "* ]] || fail "--libs names LAPACKE, a private dependency"
+[[ " $static_libs " == *" -llapacke "* ]] || fail "--static --libs lacks -llapacke"
 [[ " $static_libs " == *" -lm "* ]] || fail "--static --libs lacks -lm"
 
 rm -rf "$work"

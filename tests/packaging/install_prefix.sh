@@ -48,7 +48,8 @@ fi
 
 # nwattn.pc: the right version and paths; OpenBLAS and libm only for static linking.
 pcfile="$pc/nwattn.pc"
-grep -qx 'Requires.private: openblas' "$pcfile" || fail "nwattn.pc lacks 'Requires.private: openblas'"
+grep -qx 'Requires.private: openblas lapacke' "$pcfile" ||
+    fail "nwattn.pc lacks 'Requires.private: openblas lapacke'"
 grep -qE '^Libs.private:.*-lm\b' "$pcfile" || fail "nwattn.pc lacks 'Libs.private: -lm'"
 grep -qE '^Requires:' "$pcfile" && fail "nwattn.pc has a public Requires: line"
 grep -qx "Version: $version" "$pcfile" || fail "nwattn.pc does not say Version: $version"

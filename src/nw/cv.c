@@ -1,0 +1,206 @@
+/* Exact leave-one-out cross-validation in one pass: each row's sums leave out its own point
+ * (j == i), which is yhat_-i = (S_i - K(0) y_i) / (D_i - K(0)) without the cancellation. */
+#include <math.h>
+#include <string.h>
+
+#include "nw.h"
+#include "threads.h"
+
+/* Memory layout (each part a multiple of 8 bytes): the training copy (fast path), the
+ * workers (structs), the per-worker doubles and floats, the shared bandwidth arrays and the
+ * per-unit results. */
+static size_t align8(size_t bytes) { return (bytes + 7) / 8 * 8; }
+
+/* Doubles of one worker's scratch: sums, finish work, yhat (dv), dyhat (d·dv), coef (p),
+ * q (d floats, given d doubles). */
+static size_t worker_doubles(const nw_model *model) {
+    return nw_sums_doubles(model, 1) + nw_finish_work_doubles(model) + model->dv +
+           model->d * model->dv + model->p + model->d;
+}
+
+size_t nw_plan_bytes(const nw_model *model, int fast, size_t n, size_t threads, size_t units) {
+    size_t per_worker, total = 0, part;
+    if (!nw_mul(worker_doubles(model), sizeof(double), &per_worker) ||
+        !nw_add(per_worker, align8(sizeof(nw_worker)), &per_worker))
+        return SIZE_MAX;
+    if (fast) {
+        size_t floats = nw_fast_buffer_floats(model, n);
+        if (floats == SIZE_MAX || !nw_mul(floats, sizeof(float), &part) ||
+            !nw_add(per_worker, align8(part), &per_worker))
+            return SIZE_MAX;
+        total = nw_train_bytes(n, model->d, model->dv);
+        if (total == SIZE_MAX)
+            return SIZE_MAX;
+    }
+    if (!nw_mul(per_worker, threads, &part) || !nw_add(total, part, &total) ||
+        !nw_add(total, 2 * model->d * sizeof(double), &total) ||
+        !nw_mul(units, (3 + model->d) * sizeof(double), &part) || !nw_add(total, part, &total))
+        return SIZE_MAX;
+    return total;
+}
+
+void nw_plan_init(nw_plan *plan, const nw_model *model, int fast, size_t n, const float *x,
+                  size_t ldx, const float *y, size_t ldy, size_t threads, size_t units, void *mem) {
+    const size_t d = model->d, dv = model->dv;
+    memset(plan, 0, sizeof *plan);
+    plan->model = *model;
+    plan->fast = fast;
+    plan->n = n;
+    plan->threads = threads;
+    plan->units = units;
+    plan->x = x;
+    plan->y = y;
+    plan->ldx = ldx;
+    plan->ldy = ldy;
+    char *p = mem;
+    if (fast) {
+        nw_train_fill(&plan->train, p, n, d, dv, x, ldx, y, ldy);
+        p += nw_train_bytes(n, d, dv);
+    }
+    plan->workers = (nw_worker *)(void *)p;
+    p += align8(threads * sizeof(nw_worker));
+    for (size_t w = 0; w < threads; w++) {
+        nw_worker *wk = &plan->workers[w];
+        wk->sums_mem = (double *)(void *)p;
+        wk->work = wk->sums_mem + nw_sums_doubles(model, 1);
+        wk->yhat = wk->work + nw_finish_work_doubles(model);
+        wk->dyhat = wk->yhat + dv;
+        wk->coef = wk->dyhat + d * dv;
+        wk->q = (float *)(void *)(wk->coef + model->p);
+        p = (char *)(wk->coef + model->p + d);
+        if (fast) {
+            float *buf = (float *)(void *)p;
+            p += align8(nw_fast_buffer_floats(model, n) * sizeof(float));
+            nw_fast_init(&wk->engine, &plan->model, &plan->train, buf);
+        }
+    }
+    plan->inv_h = (double *)(void *)p;
+    plan->inv_hf = (float *)(void *)(plan->inv_h + d);
+    plan->partial = plan->inv_h + 2 * d;
+}
+
+void nw_plan_bandwidths(nw_plan *plan, const double *h) {
+    for (size_t k = 0; k < plan->model.d; k++) {
+        plan->inv_h[k] = 1.0 / h[k];
+        plan->inv_hf[k] = (float)plan->inv_h[k];
+    }
+}
+
+/* One unit of leave-one-out rows: partial = (sum of squared errors, flagged, empty,
+ * gradient sums per log h_k). */
+typedef struct cv_job {
+    nw_plan *plan;
+    int want_grad;
+} cv_job;
+
+static void cv_unit(void *arg, size_t unit, size_t worker) {
+    const cv_job *job = arg;
+    nw_plan *plan = job->plan;
+    const nw_model *model = &plan->model;
+    nw_worker *wk = &plan->workers[worker];
+    const size_t n = plan->n, d = model->d, dv = model->dv;
+    double *out = plan->partial + unit * (3 + d);
+    memset(out, 0, (3 + d) * sizeof(double));
+    const size_t end = (unit + 1) * NW_UNIT_ROWS < n ? (unit + 1) * NW_UNIT_ROWS : n;
+    for (size_t i = unit * NW_UNIT_ROWS; i < end; i++) {
+        nw_sums s;
+        nw_sums_init(&s, wk->sums_mem, model, job->want_grad);
+        const float *target;
+        size_t target_stride;
+        if (plan->fast) {
+            for (size_t k = 0; k < d; k++)
+                wk->q[k] = plan->train.x[k * n + i];
+            nw_fast_row(&wk->engine, wk->q, plan->inv_hf, i, &s);
+            target = plan->train.y + i;
+            target_stride = n;
+        } else {
+            nw_ref_row(model, n, plan->x, plan->ldx, plan->y, plan->ldy, plan->x + i * plan->ldx,
+                       plan->inv_h, i, &s);
+            target = plan->y + i * plan->ldy;
+            target_stride = 1;
+        }
+        unsigned flags = nw_finish_row(model, &s, plan->fast, wk->work, wk->yhat,
+                                       job->want_grad ? wk->dyhat : NULL, NULL);
+        if (flags != 0)
+            out[1] += 1.0;
+        if (flags & NWATTN_ROW_EMPTY) {
+            out[2] += 1.0;
+            continue;
+        }
+        for (size_t c = 0; c < dv; c++) {
+            const double r = wk->yhat[c] - (double)target[c * target_stride];
+            out[0] += r * r;
+            if (job->want_grad)
+                for (size_t k = 0; k < d; k++)
+                    out[3 + k] += 2.0 * r * wk->dyhat[k * dv + c];
+        }
+    }
+}
+
+size_t nw_cv_evaluate(nw_plan *plan, const double *h, double *cv, double *grad) {
+    const nw_model *model = &plan->model;
+    const size_t n = plan->n, d = model->d;
+    cv_job job = {plan, grad != NULL && model->kernel != NWATTN_KERNEL_UNIFORM};
+    nw_plan_bandwidths(plan, h);
+    nw_parallel_for(plan->threads, nw_units(n), cv_unit, &job);
+    double total = 0.0, flagged = 0.0, empty = 0.0;
+    if (grad != NULL)
+        for (size_t k = 0; k < d; k++)
+            grad[k] = 0.0;
+    for (size_t u = 0; u < nw_units(n); u++) { /* in unit order: independent of threads */
+        const double *part = plan->partial + u * (3 + d);
+        total += part[0];
+        flagged += part[1];
+        empty += part[2];
+        if (grad != NULL && job.want_grad)
+            for (size_t k = 0; k < d; k++)
+                grad[k] += part[3 + k];
+    }
+    *cv = empty > 0.0 ? INFINITY : total / (double)n;
+    if (grad != NULL)
+        for (size_t k = 0; k < d; k++) /* d/dlog h_k -> d/dh_k */
+            grad[k] = empty > 0.0 ? 0.0 : grad[k] / (double)n / h[k];
+    return (size_t)flagged;
+}
+
+/* Largest over points of the smallest t to another point, at bandwidths h. */
+static double largest_nearest_t(const nw_plan *plan, const double *h) {
+    const size_t n = plan->n, d = plan->model.d;
+    double worst = 0.0;
+    if (plan->fast && d == 1) { /* sorted: the nearest point is a neighbour */
+        const float *x = plan->train.x;
+        for (size_t i = 0; i < n; i++) {
+            double best = INFINITY;
+            if (i > 0)
+                best = fmin(best, ((double)x[i] - (double)x[i - 1]) / h[0]);
+            if (i + 1 < n)
+                best = fmin(best, ((double)x[i + 1] - (double)x[i]) / h[0]);
+            worst = fmax(worst, best * best);
+        }
+        return worst;
+    }
+    for (size_t i = 0; i < n; i++) {
+        double best = INFINITY;
+        for (size_t j = 0; j < n; j++) {
+            if (j == i)
+                continue;
+            double t = 0.0;
+            for (size_t k = 0; k < d; k++) {
+                double u =
+                    ((double)plan->x[i * plan->ldx + k] - (double)plan->x[j * plan->ldx + k]) /
+                    h[k];
+                t += u * u;
+            }
+            best = fmin(best, t);
+        }
+        worst = fmax(worst, best);
+    }
+    return worst;
+}
+
+double nw_cv_admissible_scale(const nw_plan *plan, const double *h) {
+    if (!nw_kernel_compact(plan->model.kernel))
+        return 0.0;
+    /* t scales as 1/s^2; the margin keeps t strictly inside the support after float rounding */
+    return sqrt(largest_nearest_t(plan, h)) * (1.0 + 1e-5);
+}

@@ -1,0 +1,158 @@
+/* From a row's moment sums to its estimate: the local constant ratio, or the local linear
+ * weighted least-squares solve (Cholesky through LAPACKE, or the 2×2 closed form), with the
+ * derivatives with respect to log h and the coefficients of the row's weights. */
+#include <lapacke.h>
+#include <math.h>
+#include <string.h>
+
+#include "nw.h"
+
+size_t nw_sums_doubles(const nw_model *model, int grad) {
+    const size_t p = model->p, dv = model->dv;
+    size_t one = p * p + p * dv; /* p <= d + 1 and dv are checked by the callers' sizes */
+    return grad ? one * (1 + model->d) : one;
+}
+
+void nw_sums_init(nw_sums *s, double *mem, const nw_model *model, int grad) {
+    const size_t p = model->p, dv = model->dv;
+    memset(mem, 0, nw_sums_doubles(model, grad) * sizeof(double));
+    s->m = mem;
+    s->b = s->m + p * p;
+    s->dm = grad ? s->b + p * dv : NULL;
+    s->db = grad ? s->dm + model->d * p * p : NULL;
+}
+
+/* Cholesky factor (p×p), solution (p×dv), right-hand side (p×dv), dpocon's work (3p) and
+ * iwork (p ints, given p doubles). */
+size_t nw_finish_work_doubles(const nw_model *model) {
+    const size_t p = model->p, dv = model->dv;
+    return p * p + 2 * p * (dv > 0 ? dv : 1) + 4 * p;
+}
+
+/* Symmetric element (a, b) of a column-major matrix holding its upper triangle. */
+static double sym(const double *m, size_t p, size_t a, size_t b) {
+    return a <= b ? m[a + b * p] : m[b + a * p];
+}
+
+static void local_constant(const nw_model *model, const nw_sums *s, double *yhat, double *dyhat,
+                           double *coef) {
+    const size_t p = model->p, dv = model->dv, d = model->d;
+    const double D = s->m[0];
+    for (size_t c = 0; c < dv; c++)
+        yhat[c] = s->b[c * p] / D;
+    if (dyhat != NULL && s->dm != NULL)
+        for (size_t k = 0; k < d; k++)
+            for (size_t c = 0; c < dv; c++)
+                dyhat[k * dv + c] = (s->db[k * p * dv + c * p] - yhat[c] * s->dm[k * p * p]) / D;
+    if (coef != NULL) {
+        coef[0] = 1.0 / D;
+        for (size_t a = 1; a < p; a++)
+            coef[a] = 0.0;
+    }
+}
+
+/* rhs = db_k - dm_k · beta for every k, solved in place by solve(); dyhat from row 0. */
+typedef int (*solve_fn)(const nw_model *model, const double *factor, double *rhs, size_t nrhs);
+
+static void local_linear_gradient(const nw_model *model, const nw_sums *s, const double *beta,
+                                  const double *factor, solve_fn solve, double *rhs,
+                                  double *dyhat) {
+    const size_t p = model->p, dv = model->dv, d = model->d;
+    for (size_t k = 0; k < d; k++) {
+        const double *dm = s->dm + k * p * p, *db = s->db + k * p * dv;
+        for (size_t c = 0; c < dv; c++)
+            for (size_t a = 0; a < p; a++) {
+                double v = db[a + c * p];
+                for (size_t e = 0; e < p; e++)
+                    v -= sym(dm, p, a, e) * beta[e + c * p];
+                rhs[a + c * p] = v;
+            }
+        solve(model, factor, rhs, dv);
+        for (size_t c = 0; c < dv; c++)
+            dyhat[k * dv + c] = rhs[c * p];
+    }
+}
+
+/* ---- 2×2 closed form (d == 1): factor holds (a, b, c, det) of M = [a b; b c] ------------- */
+static int solve_2x2(const nw_model *model, const double *f, double *rhs, size_t nrhs) {
+    (void)model;
+    for (size_t c = 0; c < nrhs; c++) {
+        double r0 = rhs[2 * c], r1 = rhs[2 * c + 1];
+        rhs[2 * c] = (f[2] * r0 - f[1] * r1) / f[3];
+        rhs[2 * c + 1] = (f[0] * r1 - f[1] * r0) / f[3];
+    }
+    return 0;
+}
+
+/* Returns 0 when M is well enough conditioned (factor filled), 1 when singular. */
+static int factor_2x2(const double *m, double *factor) {
+    const double a = m[0], b = m[2], c = m[3];
+    const double det = a * c - b * b;
+    const double norm = fmax(fabs(a) + fabs(b), fabs(b) + fabs(c)); /* 1-norm of M and of adj M */
+    if (!(det > 0.0) || !(det >= NW_LL_RCOND_MIN * norm * norm))
+        return 1;
+    factor[0] = a;
+    factor[1] = b;
+    factor[2] = c;
+    factor[3] = det;
+    return 0;
+}
+
+/* ---- LAPACKE (any p): column-major, so that no LAPACKE call allocates -------------------- */
+static int solve_chol(const nw_model *model, const double *factor, double *rhs, size_t nrhs) {
+    const lapack_int p = (lapack_int)model->p;
+    return (int)LAPACKE_dpotrs_work(LAPACK_COL_MAJOR, 'U', p, (lapack_int)nrhs, factor, p, rhs, p);
+}
+
+static int factor_chol(const nw_model *model, const double *m, double *factor, double *work) {
+    const size_t p = model->p;
+    double norm = 0.0; /* 1-norm of the symmetric M */
+    for (size_t b = 0; b < p; b++) {
+        double column = 0.0;
+        for (size_t a = 0; a < p; a++)
+            column += fabs(sym(m, p, a, b));
+        norm = fmax(norm, column);
+    }
+    memcpy(factor, m, p * p * sizeof(double));
+    const lapack_int pi = (lapack_int)p;
+    if (LAPACKE_dpotrf_work(LAPACK_COL_MAJOR, 'U', pi, factor, pi) != 0)
+        return 1;
+    double rcond = 0.0;
+    lapack_int *iwork = (lapack_int *)(void *)(work + 3 * p);
+    if (LAPACKE_dpocon_work(LAPACK_COL_MAJOR, 'U', pi, factor, pi, norm, &rcond, work, iwork) !=
+            0 ||
+        !(rcond >= NW_LL_RCOND_MIN))
+        return 1;
+    return 0;
+}
+
+unsigned nw_finish_row(const nw_model *model, const nw_sums *s, int closed_form, double *work,
+                       double *yhat, double *dyhat, double *coef) {
+    const size_t p = model->p, dv = model->dv;
+    if (!(s->m[0] > 0.0))
+        return NWATTN_ROW_EMPTY;
+    if (p == 1) {
+        local_constant(model, s, yhat, dyhat, coef);
+        return 0;
+    }
+    double *factor = work, *beta = factor + p * p, *rhs = beta + p * dv, *scratch = rhs + p * dv;
+    const int two = closed_form && p == 2;
+    const solve_fn solve = two ? solve_2x2 : solve_chol;
+    const int singular = two ? factor_2x2(s->m, factor) : factor_chol(model, s->m, factor, scratch);
+    if (singular) {
+        local_constant(model, s, yhat, dyhat, coef);
+        return NWATTN_ROW_SINGULAR;
+    }
+    memcpy(beta, s->b, p * dv * sizeof(double));
+    solve(model, factor, beta, dv);
+    for (size_t c = 0; c < dv; c++)
+        yhat[c] = beta[c * p];
+    if (dyhat != NULL && s->dm != NULL)
+        local_linear_gradient(model, s, beta, factor, solve, rhs, dyhat);
+    if (coef != NULL) { /* M^-1 e_0: the weight of point j is K_j z_j' M^-1 e_0 */
+        for (size_t a = 0; a < p; a++)
+            coef[a] = a == 0 ? 1.0 : 0.0;
+        solve(model, factor, coef, 1);
+    }
+    return 0;
+}

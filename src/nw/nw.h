@@ -1,0 +1,229 @@
+/* Internal declarations of the Nadaraya-Watson regression section (src/nw/). Never installed.
+ *
+ * Pipeline of one query row, shared by prediction and cross-validation:
+ *   sums    the row's kernel-weighted moment sums, in double (nw_fast_row / nw_ref_row);
+ *   finish  the local constant or local linear estimate from the sums (nw_finish_row);
+ *   policy  what an empty row gets (nw_nearest, nwattn_empty).
+ * Kernels are written in terms of the scaled squared distance t = sum_k u_k^2,
+ * u_k = (x_jk - q_k) / h_k. The gradient with respect to log h_k of a weight K(t) is
+ * G(t) · u_k^2 with G = -2 K'(t): all derivatives reduce to sums weighted by G · u_k^2. */
+#ifndef NWATTN_NW_H
+#define NWATTN_NW_H
+
+#include "internal.h"
+
+/* Local linear rows whose scaled moment matrix has a reciprocal condition number below this
+ * fall back to the local constant estimate (about float32 epsilon: the fast path's weights
+ * carry that relative error). */
+#define NW_LL_RCOND_MIN 1e-7
+
+/* A validated estimator for a problem with d inputs and dv outputs. */
+typedef struct nw_model {
+    nwattn_kernel kernel;
+    nwattn_degree degree;
+    nwattn_empty empty;
+    size_t d, dv;
+    size_t p; /* unknowns per output column: 1 (local constant) or d + 1 (local linear) */
+} nw_model;
+
+/* Whether the kernel is zero beyond t = 1. */
+static inline int nw_kernel_compact(nwattn_kernel kernel) {
+    return kernel == NWATTN_KERNEL_EPANECHNIKOV || kernel == NWATTN_KERNEL_TRICUBE ||
+           kernel == NWATTN_KERNEL_UNIFORM;
+}
+
+/* ---- Row sums ------------------------------------------------------------------------------ */
+/* With z = (1, u_1, ..., u_d) for local linear (z = (1) for local constant) and the weights
+ * K_j of one query:
+ *   m  = sum_j K_j z z'     p×p, column-major; only the upper triangle is meaningful
+ *   b  = sum_j K_j z y_j'   p×dv, column-major (leading dimension p)
+ * and with the gradient, for each k, the same sums with weights G_j u_kj^2 in dm + k·p·p and
+ * db + k·p·dv. */
+typedef struct nw_sums {
+    double *m, *b;
+    double *dm, *db; /* NULL without the gradient */
+} nw_sums;
+
+/* Doubles one nw_sums needs. */
+size_t nw_sums_doubles(const nw_model *model, int grad);
+/* Points s into mem (nw_sums_doubles of it) and zeroes it. */
+void nw_sums_init(nw_sums *s, double *mem, const nw_model *model, int grad);
+
+/* ---- Finishing a row ----------------------------------------------------------------------- */
+/* Doubles of scratch nw_finish_row needs. */
+size_t nw_finish_work_doubles(const nw_model *model);
+
+/* The estimate of one row from its sums. Returns 0, NWATTN_ROW_EMPTY (nothing is written:
+ * the caller applies the empty policy) or NWATTN_ROW_SINGULAR (local constant used).
+ * yhat: dv values. dyhat (optional): d×dv values, dyhat[k·dv + c] = d yhat_c / d log h_k.
+ * coef (optional): p values such that the row's weight on point j is
+ * K_j · (coef[0] + sum_a coef[a] u_aj); with a singular fallback only coef[0] is non-zero.
+ * closed_form: solve 2×2 systems (d == 1) by formula instead of LAPACKE. */
+unsigned nw_finish_row(const nw_model *model, const nw_sums *s, int closed_form, double *work,
+                       double *yhat, double *dyhat, double *coef);
+
+/* ---- The nearest training points (empty-row policy) ---------------------------------------- */
+/* The mean y (dv doubles) of the training points at the smallest scaled distance from q
+ * (excluding index skip; SIZE_MAX for none), ties sharing equally; returns their count (0 when
+ * no point is left). With weights != NULL also writes the weights row (n floats, original
+ * order): 1/count on those points, 0 elsewhere. x, y in the caller's layout. */
+size_t nw_nearest(size_t n, size_t d, size_t dv, const float *x, size_t ldx, const float *y,
+                  size_t ldy, const float *q, const double *inv_h, size_t skip, double *mean,
+                  float *weights);
+
+/* ---- Training data for the fast path ------------------------------------------------------- */
+/* The fast path's copy of the training set: dimension-major floats, sorted by x when d == 1. */
+typedef struct nw_train {
+    size_t n, d, dv;
+    float *x;     /* d×n: x[k·n + j] */
+    float *y;     /* dv×n: y[c·n + j] */
+    size_t *perm; /* sorted position -> caller's index (identity when d > 1) */
+} nw_train;
+
+/* Bytes nw_train_fill needs at mem (a multiple of sizeof(double)); SIZE_MAX on overflow. */
+size_t nw_train_bytes(size_t n, size_t d, size_t dv);
+/* Copies the caller's (x, y) into mem, sorting by x when d == 1. */
+void nw_train_fill(nw_train *t, void *mem, size_t n, size_t d, size_t dv, const float *x,
+                   size_t ldx, const float *y, size_t ldy);
+
+/* ---- The fast row engine (float weights, double sums) -------------------------------------- */
+typedef struct nw_fast nw_fast;
+typedef void (*nw_fast_row_fn)(const nw_fast *f, const float *q, const float *inv_h, size_t skip,
+                               nw_sums *s);
+typedef void (*nw_fast_weights_fn)(const nw_fast *f, const float *q, const float *inv_h,
+                                   size_t skip, const double *coef, float *weights);
+struct nw_fast {
+    const nw_model *model;
+    const nw_train *train;
+    float tail; /* T: weights below e^-T of the largest are left out (Gaussian, Laplace) */
+    float *buf; /* nw_fast_buffer_floats */
+    /* the copy for this machine's instruction set (chosen by nw_fast_init) */
+    nw_fast_row_fn row;
+    nw_fast_weights_fn row_weights;
+};
+
+size_t nw_fast_buffer_floats(const nw_model *model, size_t n);
+void nw_fast_init(nw_fast *f, const nw_model *model, const nw_train *train, float *buf);
+
+/* Accumulates (into zeroed sums) the row of query q (d floats) with inverse bandwidths inv_h,
+ * leaving out training point skip (a sorted position; SIZE_MAX for none). */
+void nw_fast_row(const nw_fast *f, const float *q, const float *inv_h, size_t skip, nw_sums *s);
+/* The row's weights K_j (coef[0] + sum_a coef[a] u_aj) in the caller's order (n floats; zero
+ * where left out). */
+void nw_fast_row_weights(const nw_fast *f, const float *q, const float *inv_h, size_t skip,
+                         const double *coef, float *weights);
+
+/* ---- The reference row engine (double, all points) ----------------------------------------- */
+/* The same sums from the caller's layout, every weight in double with libm. */
+void nw_ref_row(const nw_model *model, size_t n, const float *x, size_t ldx, const float *y,
+                size_t ldy, const float *q, const double *inv_h, size_t skip, nw_sums *s);
+void nw_ref_row_weights(const nw_model *model, size_t n, const float *x, size_t ldx, const float *q,
+                        const double *inv_h, size_t skip, const double *coef, float *weights);
+
+/* Kernel weight and G = -2 K'(t) in double, shifted for the Gaussian and Laplace kernels:
+ * the weight returned is K(t) / K(t_near). */
+double nw_ref_kernel(nwattn_kernel kernel, double t, double t_near, double *g);
+
+/* ---- Plans: prediction and cross-validation ------------------------------------------------ */
+/* Rows are processed in units of NW_UNIT_ROWS, spread over the context's threads; each unit
+ * keeps its own partial results, reduced in unit order, so that the results do not depend on
+ * the number of threads. */
+#define NW_UNIT_ROWS ((size_t)32)
+
+/* One worker's scratch. */
+typedef struct nw_worker {
+    nw_fast engine; /* fast path: the worker's own chunk buffers */
+    double *sums_mem, *work, *yhat, *dyhat, *coef;
+    float *q; /* a query's coordinates (d floats) */
+} nw_worker;
+
+/* Everything the rows of one data set need, prepared once (the fast path's sorted copy) for
+ * many queries or bandwidths. */
+typedef struct nw_plan {
+    nw_model model;
+    int fast;
+    size_t n, threads, units;
+    /* caller's layout (reference path, nearest points) */
+    const float *x, *y;
+    size_t ldx, ldy;
+    nw_train train;     /* fast path */
+    nw_worker *workers; /* threads of them */
+    double *inv_h;      /* d: the current bandwidths' inverses */
+    float *inv_hf;      /* the same in float */
+    double *partial;    /* units × (3 + d): per-unit results */
+} nw_plan;
+
+/* Working memory of a plan with `threads` workers and `units` units of rows (SIZE_MAX on
+ * overflow). */
+size_t nw_plan_bytes(const nw_model *model, int fast, size_t n, size_t threads, size_t units);
+void nw_plan_init(nw_plan *plan, const nw_model *model, int fast, size_t n, const float *x,
+                  size_t ldx, const float *y, size_t ldy, size_t threads, size_t units, void *mem);
+/* Sets the bandwidths of the next rows (d values, all > 0). */
+void nw_plan_bandwidths(nw_plan *plan, const double *h);
+/* The units needed for rows rows. */
+static inline size_t nw_units(size_t rows) { return (rows + NW_UNIT_ROWS - 1) / NW_UNIT_ROWS; }
+
+/* CV at bandwidths h (d values, all > 0); grad (optional, d values) receives dCV/dh_k.
+ * Returns the number of flagged leave-one-out rows; *cv is +INFINITY if one is empty. The
+ * plan has nw_units(n) units. */
+size_t nw_cv_evaluate(nw_plan *plan, const double *h, double *cv, double *grad);
+
+/* The smallest common scale s such that s·h gives every point a neighbour with a positive
+ * compact-kernel weight (0 for non-compact kernels): sqrt of the largest nearest-neighbour t. */
+double nw_cv_admissible_scale(const nw_plan *plan, const double *h);
+
+/* ---- The learnable-w model ----------------------------------------------------------------- */
+/* Validated arguments of nwattn_wmodel_evaluate (batch 1). */
+typedef struct nw_wmodel_args {
+    float w;
+    nw_mask mask;
+    size_t m, n, d, dv;
+    const float *q;
+    size_t ldq;
+    const float *k;
+    size_t ldk;
+    const float *v;
+    size_t ldv;
+    const float *target; /* NULL: no loss, no gradient */
+    size_t ldt;
+    float *yhat; /* optional */
+    size_t ldyhat;
+    float *weights; /* optional */
+    size_t ldw;
+} nw_wmodel_args;
+
+/* Working memory of nw_wmodel_run with these kernels (SIZE_MAX on overflow). */
+size_t nw_wmodel_bytes(const nw_kernels *kernels, const nw_wmodel_args *a);
+/* Forward pass; with a->target also the loss and dloss/dw (both written, in double). The
+ * reference kernel table selects the all-double reference path. */
+void nw_wmodel_run(const nw_kernels *kernels, const nw_wmodel_args *a, void *mem, double *loss,
+                   double *grad);
+
+/* ---- Rules of thumb ------------------------------------------------------------------------ */
+/* Rule-of-thumb bandwidths h (d doubles) of x (n >= 2 points, every coordinate with spread:
+ * checked by the caller); scratch holds 2n floats. */
+void nw_rule_of_thumb(nwattn_bandwidth_rule rule, size_t n, size_t d, const float *x, size_t ldx,
+                      double *h, float *scratch);
+/* Stable ascending merge sort of a[0..n), tmp[0..n) as scratch. */
+void nw_sort_floats(size_t n, float *a, float *tmp);
+
+/* ---- Argument checks shared by the API files ----------------------------------------------- */
+#include "checks.h"
+
+nwattn_status nw_check_model(nwattn_context *ctx, const nwattn_regression *model, size_t d,
+                             size_t dv, nw_model *out);
+/* Registers x (n×d) and y (n×dv) and checks that every value is finite. */
+nwattn_status nw_check_training(nw_call *call, size_t n, size_t d, size_t dv, const float *x,
+                                size_t ldx, const float *y, size_t ldy);
+/* d bandwidths, each finite and > 0. */
+nwattn_status nw_check_bandwidths(nwattn_context *ctx, const char *name, const float *h, size_t d);
+/* Every value of the rows×cols matrix is finite. */
+nwattn_status nw_check_finite(nwattn_context *ctx, const char *name, const float *a, size_t rows,
+                              size_t cols, size_t ld);
+/* n >= n_min and every coordinate of x takes two values at least. */
+nwattn_status nw_check_spread(nwattn_context *ctx, size_t n, size_t d, const float *x, size_t ldx,
+                              size_t n_min);
+/* Whether ctx's backend asks for the fast path of an engine that needs no BLAS. */
+nwattn_status nw_select_fast(nwattn_context *ctx, int *fast);
+
+#endif /* NWATTN_NW_H */

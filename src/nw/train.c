@@ -1,0 +1,81 @@
+/* The fast path's copy of the training set: dimension-major floats, sorted by x when d == 1
+ * so that a query's relevant points form one window. The sort is a stable merge sort in the
+ * caller-sized working memory (no qsort: it may call malloc behind the context's back). */
+#include "nw.h"
+
+/* Bytes of each part, rounded to doubles so that the parts stay aligned. */
+static size_t floats_bytes(size_t count) {
+    size_t bytes;
+    if (!nw_mul(count, sizeof(float), &bytes) || !nw_add(bytes, sizeof(double) - 1, &bytes))
+        return SIZE_MAX;
+    return bytes / sizeof(double) * sizeof(double);
+}
+
+size_t nw_train_bytes(size_t n, size_t d, size_t dv) {
+    size_t nx, ny, bx, by, bidx, total;
+    if (!nw_mul(n, d, &nx) || !nw_mul(n, dv, &ny))
+        return SIZE_MAX;
+    bx = floats_bytes(nx);
+    by = floats_bytes(ny);
+    if (bx == SIZE_MAX || by == SIZE_MAX || !nw_mul(n, 2 * sizeof(size_t), &bidx) ||
+        !nw_add(bx, by, &total) || !nw_add(total, bidx, &total))
+        return SIZE_MAX;
+    return total;
+}
+
+/* Orders indices by (x value, index): stable, so ties keep the caller's order. */
+static int before(const float *x, size_t ldx, size_t a, size_t b) {
+    float xa = x[a * ldx], xb = x[b * ldx];
+    return xa < xb || (xa == xb && a < b);
+}
+
+/* Bottom-up merge sort of idx[0..n) by x, with tmp[0..n) as scratch. */
+static void sort_indices(size_t n, const float *x, size_t ldx, size_t *idx, size_t *tmp) {
+    size_t *src = idx, *dst = tmp;
+    for (size_t width = 1; width < n; width *= 2) {
+        for (size_t lo = 0; lo < n; lo += 2 * width) {
+            size_t mid = lo + width < n ? lo + width : n;
+            size_t hi = mid + width < n ? mid + width : n;
+            size_t i = lo, j = mid, k = lo;
+            while (i < mid && j < hi)
+                dst[k++] = before(x, ldx, src[j], src[i]) ? src[j++] : src[i++];
+            while (i < mid)
+                dst[k++] = src[i++];
+            while (j < hi)
+                dst[k++] = src[j++];
+        }
+        size_t *swap = src;
+        src = dst;
+        dst = swap;
+        if (width > n / 2)
+            break;
+    }
+    if (src != idx)
+        for (size_t i = 0; i < n; i++)
+            idx[i] = src[i];
+}
+
+void nw_train_fill(nw_train *t, void *mem, size_t n, size_t d, size_t dv, const float *x,
+                   size_t ldx, const float *y, size_t ldy) {
+    char *p = mem;
+    t->n = n;
+    t->d = d;
+    t->dv = dv;
+    t->x = (float *)(void *)p;
+    p += floats_bytes(n * d);
+    t->y = (float *)(void *)p;
+    p += floats_bytes(n * dv);
+    t->perm = (size_t *)(void *)p;
+    size_t *tmp = t->perm + n;
+    for (size_t j = 0; j < n; j++)
+        t->perm[j] = j;
+    if (d == 1)
+        sort_indices(n, x, ldx, t->perm, tmp);
+    for (size_t j = 0; j < n; j++) {
+        size_t src = t->perm[j];
+        for (size_t k = 0; k < d; k++)
+            t->x[k * n + j] = x[src * ldx + k];
+        for (size_t c = 0; c < dv; c++)
+            t->y[c * n + j] = y[src * ldy + c];
+    }
+}
