@@ -37,28 +37,19 @@ import matplotlib.pyplot as plt  # noqa: E402
 import nwattn  # noqa: E402
 
 
-# ---- Data --------------------------------------------------------------------------------
-# TODO(issue-3): take the data from the library's deterministic generators once they exist,
-# so that the C examples and this script draw the same points.
+# ---- Data: the library's generators, so that the C examples draw the same points ----------
 
-def d2l_f(x):
-    return 2 * np.sin(x) + x ** 0.8
-
-
-def d2l_data(rng):
-    n_train = 50
-    x_train = np.sort(rng.random(n_train) * 5).astype(np.float32)
-    y_train = (d2l_f(x_train) + rng.normal(0.0, 0.5, n_train)).astype(np.float32)
+def d2l_data(rng, ctx):
+    """d2l: 50 points, x = 5·uniform sorted, y = 2 sin x + x^0.8 + N(0, 0.5); queries 0 .. 4.9."""
+    x_train, y_train = nwattn.dataset_generate("d2l", 50, rng, ctx=ctx)
     x_test = np.arange(0, 5, 0.1, dtype=np.float32)
-    return x_train, y_train, x_test, d2l_f(x_test).astype(np.float32)
+    return x_train, y_train, x_test, nwattn.dataset_truth("d2l", x_test, ctx=ctx)
 
 
-def seed1_data(rng):
-    n = 80
-    x_train = (rng.random(n) * 10).astype(np.float32)
-    y_train = (np.sin(x_train) + 0.2 * rng.standard_normal(n)).astype(np.float32)
-    x_grid = np.linspace(-1, 11, 200, dtype=np.float32)
-    return x_train, y_train, x_grid
+def seed1_data(rng, ctx):
+    """Seed 1: 80 points, x = 10·uniform, y = sin x + 0.2·N(0, 1); queries linspace(-1, 11, 200)."""
+    x_train, y_train = nwattn.dataset_generate("sine", 80, rng, ctx=ctx)
+    return x_train, y_train, np.linspace(-1, 11, 200, dtype=np.float32)
 
 
 def col(x):
@@ -75,34 +66,10 @@ def gaussian_pool(x_query, x_train, y_train, h, ctx, **mask):
     return y[:, 0], w
 
 
-def parametric_pool(x_query, x_train, y_train, w, ctx, **mask):
-    """d2l's softmax(-((x - x_i) w)^2 / 2) · y: the Gaussian kernel with h = 1/|w|
-    (w = 0 weighs every key the same: average pooling)."""
-    if w == 0:
-        n = len(x_query)
-        y = nwattn.average_pool(col(y_train), n, ctx=ctx, **mask)[:, 0]
-        return y, nwattn.softmax(np.zeros((n, len(x_train)), np.float32), ctx=ctx, **mask)
-    return gaussian_pool(x_query, x_train, y_train, 1.0 / abs(w), ctx, **mask)
-
-
-def train_w(x_train, y_train, w0, ctx, lr=0.5, epochs=5):
-    """d2l's training: each training point is a query against all the others (leave-one-out),
-    loss = sum of squared errors, plain SGD on w. Returns w and the loss of each epoch.
-
-    TODO(issue-3): call the library's trainer instead. Until it lands, the forward pass and
-    the attention weights come from the library and only the derivative of the loss is
-    formed here: with s_ij = -((x_i - x_j) w)^2 / 2 and a_ij = softmax_j(s_ij),
-    df_i/dw = sum_j a_ij (ds_ij/dw) (y_j - f_i), ds_ij/dw = -(x_i - x_j)^2 w."""
-    w = float(w0)
-    losses = []
-    diff2 = (x_train[:, None].astype(np.float64) - x_train[None, :]) ** 2
-    for _ in range(epochs):
-        f, a = parametric_pool(x_train, x_train, y_train, w, ctx, leave_one_out=True)
-        err = f.astype(np.float64) - y_train
-        losses.append(float(np.sum(err ** 2)))
-        dfdw = np.sum(a * (-diff2 * w) * (y_train[None, :] - f[:, None]), axis=1)
-        w -= lr * float(np.sum(2 * err * dfdw))
-    return w, losses
+def trained_pool(x_query, x_train, y_train, w, ctx):
+    """d2l's parametric model softmax(-((x - x_i) w)^2 / 2) · y (the library's w-model)."""
+    r = nwattn.wmodel_evaluate(w, x_query, x_train, y_train, weights=True, ctx=ctx)
+    return r.yhat, r.weights
 
 
 # ---- Pictures ------------------------------------------------------------------------------
@@ -136,7 +103,8 @@ def plot_loss(path, losses):
     fig, ax = plt.subplots(figsize=(5, 3.5))
     epochs = np.arange(1, len(losses) + 1)
     ax.plot(epochs, losses, "o-", label="train loss")
-    ax.set(xlabel="epoch", ylabel="loss", xlim=(1, len(losses)), title="Training w (SGD, lr 0.5)")
+    ax.set(xlabel="epoch", ylabel="loss", xlim=(1, len(losses)), xticks=epochs,
+           title="Training w (SGD, lr 0.5)")
     ax.legend()
     ax.grid(alpha=0.3)
     fig.tight_layout()
@@ -167,7 +135,8 @@ def save_csv(path, header, columns):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", default=str(HERE / "out"), help="output folder (created)")
-    parser.add_argument("--seed", type=int, default=1322, help="random seed of the data")
+    parser.add_argument("--seed", type=int, default=1322,
+                        help="seed of the library's random generator (data and w0)")
     parser.add_argument("--full", action="store_true",
                         help="print every row of every table (default: every 5th / 20th)")
     args = parser.parse_args(argv)
@@ -177,16 +146,18 @@ def main(argv=None):
     step = 1 if args.full else 5
 
     print(f"libnwattn {nwattn.version()} from {nwattn.library_path}")
-    rng = np.random.default_rng(args.seed)
+    rng = nwattn.Rng(args.seed)
     ctx = nwattn.Context()
 
     # -- seed 2: d2l's attention pooling --------------------------------------------------
-    x_train, y_train, x_test, y_truth = d2l_data(rng)
+    x_train, y_train, x_test, y_truth = d2l_data(rng, ctx)
     y_avg = nwattn.average_pool(col(y_train), len(x_test), ctx=ctx)[:, 0]
     y_nw, w_nw = gaussian_pool(x_test, x_train, y_train, 1.0, ctx)
-    w0 = float(rng.random())  # d2l: torch.rand((1,))
-    w, losses = train_w(x_train, y_train, w0, ctx)
-    y_par, w_par = parametric_pool(x_test, x_train, y_train, w, ctx)
+    w0 = rng.uniform()  # d2l: torch.rand((1,))
+    w, losses = nwattn.wmodel_train(x_train, y_train, w0, learning_rate=0.5, epochs=5, ctx=ctx)
+    y_par, w_par = trained_pool(x_test, x_train, y_train, w, ctx)
+    ent_nw, neff_nw = nwattn.weights_diagnostics(w_nw, ctx=ctx)
+    ent_par, neff_par = nwattn.weights_diagnostics(w_par, ctx=ctx)
 
     def mse(y):
         return float(np.mean((y.astype(np.float64) - y_truth) ** 2))
@@ -194,14 +165,18 @@ def main(argv=None):
     print("\n== d2l: attention pooling on y = 2 sin x + x^0.8 + noise "
           f"({len(x_train)} training points, {len(x_test)} queries)")
     print(f"mean of y_train (average pooling's constant): {float(np.mean(y_train)):.4f}")
-    print("SGD on w (lr 0.5, leave-one-out, summed squared loss; forward passes and attention\n"
-          "weights by the library, d(loss)/dw formed here from them):")
+    print("nwattn_wmodel_train: SGD on w, lr 0.5, 5 epochs, leave-one-out keys, "
+          "loss = sum (yhat - y)^2 / 2:")
     print(f"  w0 = {w0:.4f}")
     for epoch, loss in enumerate(losses, 1):
         print(f"  epoch {epoch}, loss {loss:.6f}")
     print(f"  trained w = {w:.4f} (Gaussian bandwidth 1/|w| = {1 / abs(w):.4f})")
     print(f"MSE against the true f on the queries: average {mse(y_avg):.4f}, "
           f"nonparametric {mse(y_nw):.4f}, trained {mse(y_par):.4f}")
+    print(f"attention spread (mean over queries): entropy {ent_nw.mean():.3f} nats and "
+          f"{neff_nw.mean():.1f} effective neighbours (h = 1), {ent_par.mean():.3f} nats and "
+          f"{neff_par.mean():.1f} (trained; uniform would be {np.log(len(x_train)):.3f} and "
+          f"{len(x_train)})")
     print(f"\n{'x':>5} {'truth':>8} {'average':>8} {'NW h=1':>8} {'trained':>8}")
     for i in range(0, len(x_test), step):
         print(f"{x_test[i]:5.1f} {y_truth[i]:8.4f} {y_avg[i]:8.4f} {y_nw[i]:8.4f} "
@@ -240,7 +215,7 @@ def main(argv=None):
              [np.arange(1, len(losses) + 1), losses])
 
     # -- seed 1: three bandwidths ---------------------------------------------------------
-    s_x, s_y, x_grid = seed1_data(rng)
+    s_x, s_y, x_grid = seed1_data(rng, ctx)
     preds = {h: gaussian_pool(x_grid, s_x, s_y, h, ctx)[0] for h in (0.05, 0.5, 10.0)}
     print(f"\n== seed 1: Nadaraya-Watson on y = sin x + noise ({len(s_x)} points), "
           "bandwidths 0.05, 0.5, 10")
@@ -250,6 +225,10 @@ def main(argv=None):
         rough = float(np.mean(np.abs(np.diff(y, 2))))
         print(f"  h = {h:5}: MSE against sin x on [0, 10] {np.mean((y - sine)[inside] ** 2):.4f}, "
               f"range [{y.min():.3f}, {y.max():.3f}], mean |second difference| {rough:.4f}")
+    sel = nwattn.select_bandwidth(s_x, s_y, ctx=ctx)
+    print(f"  leave-one-out cross-validation would choose h = {sel.bandwidths[0]:.4f} "
+          f"(CV {sel.cv:.4f}; CV at 0.05, 0.5, 10: "
+          + ", ".join(f"{c:.4f}" for c in nwattn.nw_cv(s_x, s_y, list(preds), ctx=ctx)) + ")")
     print(f"\n{'x':>7} " + " ".join(f"{'h=' + str(h):>8}" for h in preds))
     for i in range(0, len(x_grid), 1 if args.full else 20):
         print(f"{x_grid[i]:7.3f} " + " ".join(f"{preds[h][i]:8.4f}" for h in preds))

@@ -28,7 +28,9 @@ using LinearAlgebra: Adjoint, Transpose
 export Context, NWAttnError, scores, softmax, softmax!, bmm, pool, average_pool,
        backend, backend!, threads, threads!, workspace_bytes, release_workspace!, last_error,
        default_context, positional_encoding, attention, PoolState, pool_partial,
-       merge_states!, finish_state
+       merge_states!, finish_state, nw_predict, nw_cv, bandwidth_rule_of_thumb,
+       select_bandwidth, cv_options_default, wmodel_evaluate, wmodel_train,
+       weights_diagnostics, Rng, next!, uniform!, normal!, dataset_generate, dataset_truth
 
 const ENV_VAR = "NWATTN_LIBRARY"
 const SONAME = "libnwattn.so.0"
@@ -41,7 +43,12 @@ const SYMBOLS = (:nwattn_version_number, :nwattn_version_string, :nwattn_status_
                  :nwattn_context_last_error, :nwattn_scores, :nwattn_softmax, :nwattn_bmm,
                  :nwattn_pool, :nwattn_average_pool, :nwattn_context_set_threads,
                  :nwattn_context_get_threads, :nwattn_pool_partial, :nwattn_pool_state_merge,
-                 :nwattn_pool_state_finish, :nwattn_positional_encoding, :nwattn_attention)
+                 :nwattn_pool_state_finish, :nwattn_positional_encoding, :nwattn_attention,
+                 :nwattn_nw_predict, :nwattn_nw_cv, :nwattn_bandwidth_rule_of_thumb,
+                 :nwattn_cv_options_default, :nwattn_nw_select_bandwidth,
+                 :nwattn_wmodel_evaluate, :nwattn_wmodel_train, :nwattn_weights_diagnostics,
+                 :nwattn_rng_seed, :nwattn_rng_next, :nwattn_rng_uniform, :nwattn_rng_normal,
+                 :nwattn_dataset_generate, :nwattn_dataset_truth)
 const MAX_THREADS = 256  # NWATTN_MAX_THREADS
 
 const library_path = Ref{String}("")
@@ -809,6 +816,330 @@ function finish_state(s::PoolState; out = nothing, lse = false, ctx::Context = d
         sl::Csize_t)::Cint
     _check(st, h, :nwattn_pool_state_finish)
     return L === nothing ? O : (O, L)
+end
+
+# ---- Nadaraya-Watson regression ------------------------------------------------------------
+# One data set per call. Points are columns: x is d×n (or a Vector when d = 1), y is dv×n (or a
+# Vector: predictions are then a Vector too), queries d×m (or a Vector).
+
+const KERNELS = (gaussian = 0, laplace = 1, epanechnikov = 2, tricube = 3, uniform = 4)
+const DEGREES = (constant = 0, linear = 1)
+const EMPTIES = (nearest = 0, nan = 1, zero = 2)
+const RULES = (silverman = 0, scott = 1, normal_reference = 2)
+const DATASETS = (d2l = 0, sine = 1)
+const ROW_EMPTY = UInt8(1) << 0
+const ROW_SINGULAR = UInt8(1) << 1
+
+struct Regression  # struct nwattn_regression
+    kernel::Cint
+    degree::Cint
+    empty::Cint
+end
+
+function _pick(table, value, what)
+    value isa Integer && return Int(value)  # the C library refuses unknown numbers
+    v = get(table, value, nothing)
+    v === nothing && throw(ArgumentError("unknown $what :$value; expected one of $(keys(table))"))
+    return v
+end
+
+_model(kernel, degree, empty) = Regression(_pick(KERNELS, kernel, "kernel"),
+                                           _pick(DEGREES, degree, "degree"),
+                                           _pick(EMPTIES, empty, "empty"))
+
+# (array, ld, rows n, cols d, was a Vector) of a point set given as d×n or a Vector.
+function _pointset(X, name)
+    isvec = X isa AbstractVector
+    A = isvec ? reshape(X, 1, :) : X
+    A, ld, _ = _input(A, name)
+    ndims(A) == 2 || throw(ArgumentError("$name: expected a Vector or a d×n matrix"))
+    return A, ld, size(A, 2), size(A, 1), isvec
+end
+
+_bwvec(h, d) = h isa Real ? fill(Float32(h), d) :
+    (length(h) == d ? Vector{Float32}(vec(h)) :
+     throw(DimensionMismatch("bandwidth: $(length(h)) values for d = $d")))
+
+"""
+    nw_predict(xq, x, y, bandwidth; kernel = :gaussian, degree = :constant, empty = :nearest,
+               weights = false, row_flags = false, out = nothing, ctx)
+
+`nwattn_nw_predict`. kernel ∈ (:gaussian, :laplace, :epanechnikov, :tricube, :uniform), degree
+:constant (Nadaraya-Watson) or :linear. Returns the predictions, or a tuple with the weights
+(n×m: column i is query i's weights) and the row flags (Vector{UInt8}) when requested.
+"""
+function nw_predict(xq, x, y, bandwidth; kernel = :gaussian, degree = :constant,
+                    empty = :nearest, weights = false, row_flags = false, out = nothing,
+                    ctx::Context = default_context())
+    X, ldx, n, d, _ = _pointset(x, "x")
+    Q, ldq, m, dq, _ = _pointset(xq, "xq")
+    dq == d || throw(DimensionMismatch("xq has $dq features but x has $d"))
+    Y, ldy, ny, dv, yvec = _pointset(y, "y")
+    ny == n || throw(DimensionMismatch("x has $n points but y has $ny"))
+    bw = _bwvec(bandwidth, d)
+    model = _model(kernel, degree, empty)
+    O, ldo, _ = _output(out === nothing ? nothing : (yvec ? reshape(out, 1, :) : out), (dv, m), "out")
+    W, ldw = nothing, 0
+    if weights !== false
+        W, ldw, _ = _output(weights === true ? nothing : weights, (n, m), "weights")
+    end
+    flags = row_flags ? zeros(UInt8, m) : nothing
+    h = _h(ctx)
+    st = @ccall $(_sym(:nwattn_nw_predict))(
+        h::Ptr{Cvoid}, Ref(model)::Ref{Regression}, bw::Ptr{Float32}, m::Csize_t, n::Csize_t,
+        d::Csize_t, dv::Csize_t, Q::Ptr{Float32}, ldq::Csize_t, X::Ptr{Float32}, ldx::Csize_t,
+        Y::Ptr{Float32}, ldy::Csize_t, O::Ptr{Float32}, ldo::Csize_t,
+        (W === nothing ? C_NULL : W)::Ptr{Float32}, ldw::Csize_t,
+        (flags === nothing ? C_NULL : flags)::Ptr{UInt8}, C_NULL::Ptr{Csize_t})::Cint
+    _check(st, h, :nwattn_nw_predict)
+    pred = out !== nothing ? out : (yvec ? vec(O) : O)
+    extra = Tuple(e for e in (W, flags) if e !== nothing)
+    return isempty(extra) ? pred : (pred, extra...)
+end
+
+"""
+    nw_cv(x, y, bandwidths; kernel = :gaussian, degree = :constant, gradient = false,
+          flagged = false, ctx)
+
+`nwattn_nw_cv`: the exact leave-one-out CV score of each bandwidth vector. `bandwidths`: a
+number or a Vector grid when d = 1, a Vector of d values, or a d×n_bw matrix (a column per
+bandwidth vector). Returns the scores (Float64; a number for one bandwidth vector), and with
+`gradient` the d×n_bw gradient, with `flagged` the flagged-row counts.
+"""
+function nw_cv(x, y, bandwidths; kernel = :gaussian, degree = :constant, gradient = false,
+               flagged = false, ctx::Context = default_context())
+    X, ldx, n, d, _ = _pointset(x, "x")
+    Y, ldy, ny, dv, _ = _pointset(y, "y")
+    ny == n || throw(DimensionMismatch("x has $n points but y has $ny"))
+    single = bandwidths isa Real || (bandwidths isa AbstractVector && d > 1)
+    B = bandwidths isa Real ? fill(Float32(bandwidths), 1, 1) :
+        bandwidths isa AbstractVector ? (d == 1 ? reshape(Vector{Float32}(bandwidths), 1, :) :
+                                         reshape(Vector{Float32}(bandwidths), d, 1)) :
+        Matrix{Float32}(bandwidths)
+    size(B, 1) == d || throw(DimensionMismatch("bandwidths: size $(size(B)) for d = $d"))
+    n_bw = size(B, 2)
+    model = _model(kernel, degree, :nearest)
+    cv = Vector{Float64}(undef, n_bw)
+    G = gradient ? Matrix{Float64}(undef, d, n_bw) : nothing
+    F = flagged ? zeros(Csize_t, n_bw) : nothing
+    h = _h(ctx)
+    st = @ccall $(_sym(:nwattn_nw_cv))(
+        h::Ptr{Cvoid}, Ref(model)::Ref{Regression}, n::Csize_t, d::Csize_t, dv::Csize_t,
+        X::Ptr{Float32}, ldx::Csize_t, Y::Ptr{Float32}, ldy::Csize_t, n_bw::Csize_t,
+        B::Ptr{Float32}, d::Csize_t, cv::Ptr{Float64}, (G === nothing ? C_NULL : G)::Ptr{Float64},
+        d::Csize_t, (F === nothing ? C_NULL : F)::Ptr{Csize_t})::Cint
+    _check(st, h, :nwattn_nw_cv)
+    result = (single ? cv[1] : cv,)
+    G === nothing || (result = (result..., single ? G[:, 1] : G))
+    F === nothing || (result = (result..., single ? Int(F[1]) : Int.(F)))
+    return length(result) == 1 ? result[1] : result
+end
+
+"""`nwattn_bandwidth_rule_of_thumb`: rule ∈ (:silverman, :scott, :normal_reference); d values."""
+function bandwidth_rule_of_thumb(x, rule = :normal_reference; ctx::Context = default_context())
+    X, ldx, n, d, _ = _pointset(x, "x")
+    out = Vector{Float32}(undef, d)
+    h = _h(ctx)
+    st = @ccall $(_sym(:nwattn_bandwidth_rule_of_thumb))(
+        h::Ptr{Cvoid}, _pick(RULES, rule, "rule")::Cint, n::Csize_t, d::Csize_t,
+        X::Ptr{Float32}, ldx::Csize_t, out::Ptr{Float32})::Cint
+    _check(st, h, :nwattn_bandwidth_rule_of_thumb)
+    return out
+end
+
+mutable struct CvOptions  # struct nwattn_cv_options (mutable: filled in by the C library)
+    grid_points::Csize_t
+    scale_min::Cfloat
+    scale_max::Cfloat
+    start::Ptr{Cfloat}
+    max_evaluations::Csize_t
+    tolerance::Cdouble
+    CvOptions() = new(0, 0, 0, C_NULL, 0, 0)
+end
+
+mutable struct CvReport  # struct nwattn_cv_report
+    cv::Cdouble
+    evaluations::Csize_t
+    flagged_rows::Csize_t
+    at_grid_edge::Cint
+    converged::Cint
+    CvReport() = new(0, 0, 0, 0, 0)
+end
+
+function _cv_defaults()
+    o = CvOptions()
+    @ccall $(_sym(:nwattn_cv_options_default))(o::Ref{CvOptions})::Cvoid
+    return o
+end
+
+"""The defaults of `select_bandwidth`'s search (`nwattn_cv_options_default`), a NamedTuple."""
+function cv_options_default()
+    o = _cv_defaults()
+    return (grid_points = Int(o.grid_points), scale_min = o.scale_min, scale_max = o.scale_max,
+            start = nothing, max_evaluations = Int(o.max_evaluations), tolerance = o.tolerance)
+end
+
+"""
+    select_bandwidth(x, y; kernel, degree, grid_points, scale_min, scale_max, start,
+                     max_evaluations, tolerance, ctx)
+
+`nwattn_nw_select_bandwidth`: bandwidths minimising the leave-one-out CV score. `nothing`
+takes the C default. Returns a NamedTuple (bandwidths, cv, evaluations, flagged_rows,
+at_grid_edge, converged, curve_scales, curve_cv).
+"""
+function select_bandwidth(x, y; kernel = :gaussian, degree = :constant, grid_points = nothing,
+                          scale_min = nothing, scale_max = nothing, start = nothing,
+                          max_evaluations = nothing, tolerance = nothing,
+                          ctx::Context = default_context())
+    X, ldx, n, d, _ = _pointset(x, "x")
+    Y, ldy, ny, dv, _ = _pointset(y, "y")
+    ny == n || throw(DimensionMismatch("x has $n points but y has $ny"))
+    o = _cv_defaults()
+    grid_points === nothing || (o.grid_points = grid_points)
+    scale_min === nothing || (o.scale_min = scale_min)
+    scale_max === nothing || (o.scale_max = scale_max)
+    max_evaluations === nothing || (o.max_evaluations = max_evaluations)
+    tolerance === nothing || (o.tolerance = tolerance)
+    s0 = start === nothing ? nothing : _bwvec(start, d)
+    s0 === nothing || (o.start = pointer(s0))
+    model = _model(kernel, degree, :nearest)
+    bw = Vector{Float32}(undef, d)
+    report = CvReport()
+    scales = Vector{Float32}(undef, Int(o.grid_points))
+    curve = Vector{Float64}(undef, Int(o.grid_points))
+    h = _h(ctx)
+    st = GC.@preserve s0 @ccall $(_sym(:nwattn_nw_select_bandwidth))(
+        h::Ptr{Cvoid}, Ref(model)::Ref{Regression}, n::Csize_t, d::Csize_t, dv::Csize_t,
+        X::Ptr{Float32}, ldx::Csize_t, Y::Ptr{Float32}, ldy::Csize_t, o::Ref{CvOptions},
+        bw::Ptr{Float32}, report::Ref{CvReport}, scales::Ptr{Float32}, curve::Ptr{Float64})::Cint
+    _check(st, h, :nwattn_nw_select_bandwidth)
+    return (bandwidths = bw, cv = report.cv, evaluations = Int(report.evaluations),
+            flagged_rows = Int(report.flagged_rows), at_grid_edge = Int(report.at_grid_edge),
+            converged = report.converged != 0, curve_scales = scales, curve_cv = curve)
+end
+
+"""
+    wmodel_evaluate(w, xq, x, y; target = nothing, <mask keywords>, weights = false, ctx)
+
+`nwattn_wmodel_evaluate`: d2l's model yhat_i = Σ_j softmax_j(-((xq_i - x_j) w)²/2) y_j, and
+with `target` its loss Σ (yhat - target)²/2 and dL/dw. Returns a NamedTuple (yhat, weights,
+loss, grad) with `nothing` for what was not requested.
+"""
+function wmodel_evaluate(w::Real, xq, x, y; target = nothing, weights = false,
+                         ctx::Context = default_context(), mask...)
+    X, ldx, n, d, _ = _pointset(x, "x")
+    Q, ldq, m, dq, _ = _pointset(xq, "xq")
+    dq == d || throw(DimensionMismatch("xq has $dq features but x has $d"))
+    Y, ldy, ny, dv, yvec = _pointset(y, "y")
+    ny == n || throw(DimensionMismatch("x has $n points but y has $ny"))
+    T, ldt = nothing, 0
+    if target !== nothing
+        T, ldt, mt, dvt, _ = _pointset(target, "target")
+        (mt, dvt) == (m, dv) || throw(DimensionMismatch("target: size $(size(target)), expected ($dv, $m)"))
+    end
+    Yh = Matrix{Float32}(undef, dv, m)
+    W = weights === false ? nothing : Matrix{Float32}(undef, n, m)
+    loss, grad = Ref{Cdouble}(0), Ref{Cdouble}(0)
+    mref, (lens, add, kp) = _mask((), m, n; mask...)
+    h = _h(ctx)
+    st = GC.@preserve lens add kp @ccall $(_sym(:nwattn_wmodel_evaluate))(
+        h::Ptr{Cvoid}, w::Cfloat, (mref === nothing ? C_NULL : mref)::Ptr{Mask}, m::Csize_t,
+        n::Csize_t, d::Csize_t, dv::Csize_t, Q::Ptr{Float32}, ldq::Csize_t, X::Ptr{Float32},
+        ldx::Csize_t, Y::Ptr{Float32}, ldy::Csize_t, (T === nothing ? C_NULL : T)::Ptr{Float32},
+        ldt::Csize_t, Yh::Ptr{Float32}, max(dv, 1)::Csize_t,
+        (W === nothing ? C_NULL : W)::Ptr{Float32}, max(n, 1)::Csize_t,
+        (T === nothing ? C_NULL : loss)::Ptr{Cdouble},
+        (T === nothing ? C_NULL : grad)::Ptr{Cdouble})::Cint
+    _check(st, h, :nwattn_wmodel_evaluate)
+    return (yhat = yvec ? vec(Yh) : Yh, weights = W,
+            loss = T === nothing ? nothing : loss[], grad = T === nothing ? nothing : grad[])
+end
+
+struct Sgd  # struct nwattn_sgd
+    learning_rate::Cfloat
+    epochs::Csize_t
+end
+
+"""
+    wmodel_train(x, y, w; learning_rate, epochs, ctx) -> (w, losses)
+
+`nwattn_wmodel_train`: d2l's training of w (leave-one-out, loss Σ (yhat - y)²/2, one SGD step
+per epoch). Returns the trained w and the loss of each epoch (before its step).
+"""
+function wmodel_train(x, y, w::Real; learning_rate::Real, epochs::Integer,
+                      ctx::Context = default_context())
+    X, ldx, n, d, _ = _pointset(x, "x")
+    Y, ldy, ny, dv, _ = _pointset(y, "y")
+    ny == n || throw(DimensionMismatch("x has $n points but y has $ny"))
+    epochs >= 0 || throw(ArgumentError("epochs must be >= 0"))
+    wref = Ref{Cfloat}(w)
+    losses = Vector{Float64}(undef, epochs)
+    h = _h(ctx)
+    st = @ccall $(_sym(:nwattn_wmodel_train))(
+        h::Ptr{Cvoid}, Ref(Sgd(learning_rate, epochs))::Ref{Sgd}, n::Csize_t, d::Csize_t,
+        dv::Csize_t, X::Ptr{Float32}, ldx::Csize_t, Y::Ptr{Float32}, ldy::Csize_t,
+        wref::Ptr{Cfloat}, losses::Ptr{Float64})::Cint
+    _check(st, h, :nwattn_wmodel_train)
+    return wref[], losses
+end
+
+"""`nwattn_weights_diagnostics`: for each column (query) of non-negative weights n×m, the
+entropy of the normalised column (nats) and the effective number of neighbours."""
+function weights_diagnostics(W; ctx::Context = default_context())
+    A, ldw, _ = _input(W, "W")
+    n, m = size(A, 1), size(A, 2)
+    entropy, n_eff = Vector{Float32}(undef, m), Vector{Float32}(undef, m)
+    h = _h(ctx)
+    st = @ccall $(_sym(:nwattn_weights_diagnostics))(
+        h::Ptr{Cvoid}, m::Csize_t, n::Csize_t, A::Ptr{Float32}, ldw::Csize_t,
+        entropy::Ptr{Float32}, n_eff::Ptr{Float32})::Cint
+    _check(st, h, :nwattn_weights_diagnostics)
+    return entropy, n_eff
+end
+
+"""
+    Rng(seed = 0)
+
+The library's deterministic generator (SplitMix64, `nwattn_rng`): `rand(rng)`-like functions
+`next!`, `uniform!`, `normal!` give the same numbers as C and Python for the same seed.
+"""
+mutable struct Rng  # struct nwattn_rng
+    state::UInt64
+    function Rng(seed::Integer = 0)
+        r = new(0)
+        @ccall $(_sym(:nwattn_rng_seed))(r::Ref{Rng}, (seed % UInt64)::UInt64)::Cvoid
+        return r
+    end
+end
+
+next!(r::Rng) = @ccall $(_sym(:nwattn_rng_next))(r::Ref{Rng})::UInt64
+uniform!(r::Rng) = @ccall $(_sym(:nwattn_rng_uniform))(r::Ref{Rng})::Cdouble
+normal!(r::Rng) = @ccall $(_sym(:nwattn_rng_normal))(r::Ref{Rng})::Cdouble
+uniform!(r::Rng, n::Integer) = [uniform!(r) for _ in 1:n]
+normal!(r::Rng, n::Integer) = [normal!(r) for _ in 1:n]
+
+"""`nwattn_dataset_generate`: n pairs of :d2l or :sine data from rng (advanced): (x, y)."""
+function dataset_generate(dataset, n::Integer, rng::Rng; ctx::Context = default_context())
+    n >= 0 || throw(ArgumentError("n must be >= 0"))
+    x, y = Vector{Float32}(undef, n), Vector{Float32}(undef, n)
+    h = _h(ctx)
+    st = @ccall $(_sym(:nwattn_dataset_generate))(
+        h::Ptr{Cvoid}, _pick(DATASETS, dataset, "dataset")::Cint, rng::Ref{Rng}, n::Csize_t,
+        x::Ptr{Float32}, y::Ptr{Float32})::Cint
+    _check(st, h, :nwattn_dataset_generate)
+    return x, y
+end
+
+"""`nwattn_dataset_truth`: the data set's noise-free function at x."""
+function dataset_truth(dataset, x::AbstractVector; ctx::Context = default_context())
+    xs = Vector{Float32}(x)
+    f = similar(xs)
+    h = _h(ctx)
+    st = @ccall $(_sym(:nwattn_dataset_truth))(
+        h::Ptr{Cvoid}, _pick(DATASETS, dataset, "dataset")::Cint, length(xs)::Csize_t,
+        xs::Ptr{Float32}, f::Ptr{Float32})::Cint
+    _check(st, h, :nwattn_dataset_truth)
+    return f
 end
 
 end # module

@@ -262,4 +262,69 @@ rnd(dims...) = 2 .* rand(Float32, dims...) .- 1
             @test close_to(pool(Q, K, V; ctx = ctx), ref_pool(Q, K, V)[1], 1e-4)
         end
     end
+
+    @testset "Nadaraya-Watson regression" begin
+        r1, r2 = Rng(7), Rng(7)
+        @test [next!(r1) for _ in 1:3] == [next!(r2) for _ in 1:3]
+        @test next!(Rng(0)) == 0xe220a8397b1dcdaf  # SplitMix64's first value from seed 0
+        x, y = dataset_generate(:d2l, 50, Rng(1322))
+        @test issorted(x) && length(y) == 50
+        xq = Float32.(0:0.1:4.9)
+        @test maximum(abs.(dataset_truth(:d2l, xq) .- (2 .* sin.(xq) .+ xq .^ 0.8f0))) < 1e-5
+
+        # local constant Gaussian: softmax weights, columns sum to 1
+        yq, W = nw_predict(xq, x, y, 0.7; weights = true)
+        e = [exp(-((Float64(q) - xi) / 0.7)^2 / 2) for xi in x, q in xq]
+        want = (Float64.(y)' * e) ./ sum(e; dims = 1)
+        @test maximum(abs.(yq .- vec(want))) < 1e-4
+        @test all(abs.(sum(W; dims = 1) .- 1) .< 1e-5)
+        # local linear reproduces a line, also beyond the data
+        xl = Float32.(collect(0.5:0.25:4.0))
+        @test maximum(abs.(nw_predict(Float32[1.0, 2.2], xl, 3 .* xl .- 1, 0.7; degree = :linear) .-
+                           Float32[2.0, 5.6])) < 1e-4
+        # empty rows of a compact kernel
+        p, flags = nw_predict(Float32[10.0], x, y, 0.1; kernel = :uniform, empty = :zero,
+                              row_flags = true)
+        @test p == Float32[0.0] && flags == UInt8[NWAttn.ROW_EMPTY]
+
+        # exact leave-one-out CV against refitting without each point
+        function loo(h)
+            s = 0.0
+            for i in eachindex(x)
+                keep = [j for j in eachindex(x) if j != i]
+                k = [exp(-((Float64(x[i]) - x[j]) / h)^2 / 2) for j in keep]
+                s += (sum(k .* y[keep]) / sum(k) - y[i])^2
+            end
+            return s / length(x)
+        end
+        cv, g = nw_cv(x, y, [0.3, 0.6]; gradient = true)
+        @test abs(cv[1] - loo(0.3)) < 1e-4 * loo(0.3) && abs(cv[2] - loo(0.6)) < 1e-4 * loo(0.6)
+        @test size(g) == (1, 2)
+        sel = select_bandwidth(x, y)
+        @test sel.converged && sel.cv <= minimum(nw_cv(x, y, collect(0.05:0.01:2.0))) + 1e-7
+        @test cv_options_default().grid_points == 16
+        @test length(bandwidth_rule_of_thumb(x, :silverman)) == 1
+
+        # d2l's learnable w: training takes the steps wmodel_evaluate's gradient gives
+        w, losses = wmodel_train(x, y, 0.7; learning_rate = 0.5, epochs = 3)
+        wv = 0.7f0
+        for epoch in 1:3
+            r = wmodel_evaluate(wv, x, x, y; target = y, leave_one_out = true)
+            @test abs(losses[epoch] - r.loss) <= 1e-6 * r.loss
+            wv = Float32(wv - 0.5 * r.grad)
+        end
+        @test abs(w - wv) <= 1e-5 * abs(wv)
+        r = wmodel_evaluate(w, xq, x, y; weights = true)
+        entropy, n_eff = weights_diagnostics(r.weights)
+        @test length(entropy) == 50 && all(0 .<= entropy .<= log(50) + 1e-5)
+        @test all(1 .- 1e-4 .<= n_eff .<= 50 + 1e-3)
+
+        err = try
+            nw_predict(xq, Float32[], Float32[], 1.0); nothing
+        catch e
+            e
+        end
+        @test err isa NWAttnError && err.name == "NWATTN_ERR_DEGENERATE_DATA"
+        @test_throws ArgumentError nw_predict(xq, x, y, 1.0; kernel = :cosine)
+    end
 end

@@ -13,6 +13,10 @@ from ._context import Backend, Context, default_context
 from ._core import MaskFlag, ScoreKind, average_pool, bmm, pool, scores, softmax
 from ._transformer import (PoolState, attention, finish_state, merge_states, pool_partial,
                            positional_encoding)
+from ._regression import (BandwidthRule, BandwidthSelection, Dataset, Degree, Empty, Kernel,
+                          Rng, RowFlag, WModelResult, bandwidth_rule_of_thumb, cv_options_default,
+                          dataset_generate, dataset_truth, nw_cv, nw_predict, select_bandwidth,
+                          weights_diagnostics, wmodel_evaluate, wmodel_train)
 
 MAX_THREADS = 256  # NWATTN_MAX_THREADS
 
@@ -40,5 +44,8 @@ __all__ = [
     "PoolState", "ScoreKind", "Status", "ENV_VAR", "attention", "average_pool", "bmm",
     "default_context", "finish_state", "library_path", "merge_states", "pool", "pool_partial",
     "positional_encoding", "scores", "softmax", "status_describe", "status_name", "version",
-    "version_number",
+    "version_number", "BandwidthRule", "BandwidthSelection", "Dataset", "Degree", "Empty",
+    "Kernel", "Rng", "RowFlag", "WModelResult", "bandwidth_rule_of_thumb", "cv_options_default",
+    "dataset_generate", "dataset_truth", "nw_cv", "nw_predict", "select_bandwidth",
+    "weights_diagnostics", "wmodel_evaluate", "wmodel_train",
 ]

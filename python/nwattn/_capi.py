@@ -6,7 +6,7 @@ default), and ``pip install`` works offline. The price is that the prototypes be
 by hand; tests/test_capi.py checks them against the header so they cannot drift silently.
 """
 import ctypes
-from ctypes import c_char_p, c_float, c_int, c_size_t, c_uint, c_void_p
+from ctypes import c_char_p, c_double, c_float, c_int, c_size_t, c_uint, c_uint64, c_void_p
 
 from ._loader import load
 
@@ -88,9 +88,54 @@ class AttentionParams(ctypes.Structure):
     ]
 
 
+class Regression(ctypes.Structure):
+    """struct nwattn_regression"""
+
+    _fields_ = [("kernel", c_int), ("degree", c_int), ("empty", c_int)]
+
+
+class CvOptions(ctypes.Structure):
+    """struct nwattn_cv_options"""
+
+    _fields_ = [
+        ("grid_points", c_size_t),
+        ("scale_min", c_float),
+        ("scale_max", c_float),
+        ("start", c_void_p),
+        ("max_evaluations", c_size_t),
+        ("tolerance", c_double),
+    ]
+
+
+class CvReport(ctypes.Structure):
+    """struct nwattn_cv_report"""
+
+    _fields_ = [
+        ("cv", c_double),
+        ("evaluations", c_size_t),
+        ("flagged_rows", c_size_t),
+        ("at_grid_edge", c_int),
+        ("converged", c_int),
+    ]
+
+
+class Sgd(ctypes.Structure):
+    """struct nwattn_sgd"""
+
+    _fields_ = [("learning_rate", c_float), ("epochs", c_size_t)]
+
+
+class Rng(ctypes.Structure):
+    """struct nwattn_rng"""
+
+    _fields_ = [("state", c_uint64)]
+
+
 score_p = ctypes.POINTER(Score)
 state_p = ctypes.POINTER(PoolState)
 params_p = ctypes.POINTER(AttentionParams)
+reg_p = ctypes.POINTER(Regression)
+rng_p = ctypes.POINTER(Rng)
 mask_p = ctypes.POINTER(Mask)
 S = c_size_t
 M = (fptr, S, S)  # a matrix argument: pointer, leading dimension, batch stride
@@ -125,6 +170,31 @@ PROTOTYPES = {
     "nwattn_positional_encoding": (status_t, (ctx_p, S, S, S, fptr, S)),
     "nwattn_attention": (
         status_t, (ctx_p, params_p, score_p, mask_p, S, S, S, *M, *M, *M, *M, *M)),
+    # Nadaraya-Watson regression
+    "nwattn_nw_predict": (
+        status_t, (ctx_p, reg_p, fptr, S, S, S, S, fptr, S, fptr, S, fptr, S, fptr, S, fptr, S,
+                   c_void_p, ctypes.POINTER(c_size_t))),
+    "nwattn_nw_cv": (
+        status_t, (ctx_p, reg_p, S, S, S, fptr, S, fptr, S, S, fptr, S, c_void_p, c_void_p, S,
+                   c_void_p)),
+    "nwattn_bandwidth_rule_of_thumb": (status_t, (ctx_p, c_int, S, S, fptr, S, fptr)),
+    "nwattn_cv_options_default": (None, (ctypes.POINTER(CvOptions),)),
+    "nwattn_nw_select_bandwidth": (
+        status_t, (ctx_p, reg_p, S, S, S, fptr, S, fptr, S, ctypes.POINTER(CvOptions), fptr,
+                   ctypes.POINTER(CvReport), fptr, c_void_p)),
+    "nwattn_wmodel_evaluate": (
+        status_t, (ctx_p, c_float, mask_p, S, S, S, S, fptr, S, fptr, S, fptr, S, fptr, S,
+                   fptr, S, fptr, S, ctypes.POINTER(c_double), ctypes.POINTER(c_double))),
+    "nwattn_wmodel_train": (
+        status_t, (ctx_p, ctypes.POINTER(Sgd), S, S, S, fptr, S, fptr, S,
+                   ctypes.POINTER(c_float), c_void_p)),
+    "nwattn_weights_diagnostics": (status_t, (ctx_p, S, S, fptr, S, fptr, fptr)),
+    "nwattn_rng_seed": (None, (rng_p, c_uint64)),
+    "nwattn_rng_next": (c_uint64, (rng_p,)),
+    "nwattn_rng_uniform": (c_double, (rng_p,)),
+    "nwattn_rng_normal": (c_double, (rng_p,)),
+    "nwattn_dataset_generate": (status_t, (ctx_p, c_int, rng_p, S, fptr, fptr)),
+    "nwattn_dataset_truth": (status_t, (ctx_p, c_int, S, fptr, fptr)),
 }
 
 

@@ -20,6 +20,7 @@ class Status(enum.IntEnum):
     ERR_TOO_LARGE = 10
     ERR_ALLOC = 11
     ERR_UNSUPPORTED = 12
+    ERR_DEGENERATE_DATA = 13
 
 
 class NWAttnError(Exception):

@@ -35,11 +35,16 @@ def kind_of_c(decl):
         return "pointer"
     if re.search(r"\bsize_t\b", decl):
         return "size_t"
+    if re.search(r"\buint64_t\b", decl):
+        # ctypes has one type for both where they are the same size (every 64-bit platform)
+        return "size_t" if ctypes.c_uint64 is ctypes.c_size_t else "uint64"
+    if re.search(r"\bdouble\b", decl):
+        return "double"
     if re.search(r"\bunsigned\b", decl):
         return "unsigned"
     if re.search(r"\bfloat\b", decl):
         return "float"
-    if re.search(r"\b(nwattn_status|nwattn_backend|nwattn_score_kind|int)\b", decl):
+    if re.search(r"\b(nwattn_\w+|int)\b", decl):  # the status and the other enums
         return "int"
     if decl == "void":
         return "void"
@@ -51,8 +56,10 @@ def kind_of_ctypes(t):
         return "void"
     if t in (ctypes.c_void_p, ctypes.c_char_p) or issubclass(t, ctypes._Pointer):
         return "pointer"
-    return {ctypes.c_size_t: "size_t", ctypes.c_uint: "unsigned", ctypes.c_float: "float",
-            ctypes.c_int: "int"}[t]
+    kinds = {ctypes.c_uint64: "uint64", ctypes.c_size_t: "size_t",  # the same type on LP64
+             ctypes.c_uint: "unsigned", ctypes.c_float: "float", ctypes.c_int: "int",
+             ctypes.c_double: "double"}
+    return kinds[t]
 
 
 def test_every_exported_function_is_declared():
@@ -79,6 +86,12 @@ def enum_values(prefix):
     ("NWATTN_BACKEND_", nwattn.Backend.__members__),
     ("NWATTN_SCORE_", nwattn.ScoreKind.__members__),
     ("NWATTN_MASK_", nwattn.MaskFlag.__members__),
+    ("NWATTN_KERNEL_", nwattn.Kernel.__members__),
+    ("NWATTN_LOCAL_", {k[6:]: v for k, v in nwattn.Degree.__members__.items()}),
+    ("NWATTN_EMPTY_", nwattn.Empty.__members__),
+    ("NWATTN_ROW_", nwattn.RowFlag.__members__),
+    ("NWATTN_RULE_", nwattn.BandwidthRule.__members__),
+    ("NWATTN_DATASET_", nwattn.Dataset.__members__),
 ])
 def test_enum_values_match_header(prefix, enum):
     assert enum_values(prefix) == {k: int(v) for k, v in enum.items()}
@@ -106,7 +119,12 @@ def struct_fields(name):
                                           ("nwattn_mask", _capi.Mask),
                                           ("nwattn_allocator", _capi.Allocator),
                                           ("nwattn_pool_state", _capi.PoolState),
-                                          ("nwattn_attention_params", _capi.AttentionParams)])
+                                          ("nwattn_attention_params", _capi.AttentionParams),
+                                          ("nwattn_regression", _capi.Regression),
+                                          ("nwattn_cv_options", _capi.CvOptions),
+                                          ("nwattn_cv_report", _capi.CvReport),
+                                          ("nwattn_sgd", _capi.Sgd),
+                                          ("nwattn_rng", _capi.Rng)])
 def test_struct_fields_match_header(name, struct):
     assert struct_fields(name) == [f[0] for f in struct._fields_]
 
