@@ -105,8 +105,8 @@ int nw_call_blas_ok(const nw_call *call) { return call->max_ld <= NW_BLAS_INT_MA
 
 static int positive_finite(float x) { return isfinite(x) && x > 0.0f; }
 
-nwattn_status nw_check_score(nwattn_context *ctx, const nwattn_score *score, size_t d,
-                             nw_score *out) {
+nwattn_status nw_check_score(nw_call *call, const nwattn_score *score, size_t d, nw_score *out) {
+    nwattn_context *ctx = call->ctx;
     if (score == NULL)
         return nw_fail(ctx, NWATTN_ERR_NULL_POINTER, "score is NULL");
     switch (score->kind) {
@@ -118,6 +118,8 @@ nwattn_status nw_check_score(nwattn_context *ctx, const nwattn_score *score, siz
     case NWATTN_SCORE_GAUSSIAN:
     case NWATTN_SCORE_LAPLACE:
         if (score->bandwidths != NULL) {
+            /* The array's extent is checked before any of it is read. */
+            NW_TRY(nw_input_array(call, "score.bandwidths", score->bandwidths, sizeof(float), d));
             for (size_t j = 0; j < d; j++)
                 if (!positive_finite(score->bandwidths[j]))
                     return nw_fail(ctx, NWATTN_ERR_BAD_PARAMETER,

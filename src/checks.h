@@ -42,9 +42,9 @@ nwattn_status nw_check_disjoint(const nw_call *call);
 /* Whether every leading dimension fits the BLAS integer. */
 int nw_call_blas_ok(const nw_call *call);
 
-/* Validates a public score description against d and copies it into *out. */
-nwattn_status nw_check_score(nwattn_context *ctx, const nwattn_score *score, size_t d,
-                             nw_score *out);
+/* Validates a public score description against d, registers its bandwidths array (if used) as
+ * an input of call, and copies it into *out. Call it after the operands that fix d. */
+nwattn_status nw_check_score(nw_call *call, const nwattn_score *score, size_t d, nw_score *out);
 
 /* Validates a public mask (NULL: none) for batch items of m×n, registers its arrays as inputs
  * of call, and fills *out. Valid lengths are read to check they are <= n. */

@@ -34,23 +34,25 @@ nwattn_status nw_pool_run(nwattn_context *ctx, const nw_kernels *kernels,
     const int identical = rows_identical(a);
     const size_t m_eff = identical ? 1 : a->m;
 
-    /* Scores go straight into the caller's weights if given, else into a block of workspace. */
-    size_t block = m_eff;
-    size_t s_floats = 0;
-    if (a->w == NULL) {
-        block = min_size(m_eff, a->n > 0 ? POOL_BLOCK_FLOATS / a->n : m_eff);
-        if (block == 0)
-            block = 1;
-        s_floats = block * a->n; /* <= max(POOL_BLOCK_FLOATS, n): no overflow */
-    }
-    size_t scratch_bytes = kernels->scores_workspace(&a->score, block, a->n, a->d);
-    size_t total;
-    if (scratch_bytes == SIZE_MAX || !nw_add(s_floats * sizeof(float), scratch_bytes, &total))
+    /* A block of query rows at a time bounds the working memory. Scores go straight into the
+     * caller's weights if given, else into the workspace. */
+    size_t block = min_size(m_eff, a->n > 0 ? POOL_BLOCK_FLOATS / a->n : m_eff);
+    if (block == 0)
+        block = 1;
+    const size_t s_floats = a->w == NULL ? block * a->n : 0; /* <= max(BLOCK_FLOATS, n) */
+    /* Workspace: the block's row scales (doubles), the kernels' scratch (8-byte multiple),
+     * then the scores block. */
+    const size_t scratch_bytes = kernels->scores_workspace(&a->score, block, a->n, a->d);
+    size_t scale_bytes, s_bytes, total;
+    if (scratch_bytes == SIZE_MAX || !nw_mul(block, sizeof(double), &scale_bytes) ||
+        !nw_mul(s_floats, sizeof(float), &s_bytes) ||
+        !nw_add(scale_bytes, scratch_bytes, &total) || !nw_add(total, s_bytes, &total))
         total = SIZE_MAX;
     void *ws;
     NW_TRY(nw_workspace(ctx, total, &ws));
-    float *s_block = ws;
-    void *scratch = (float *)ws + s_floats;
+    double *row_scale = ws;
+    void *scratch = (char *)ws + scale_bytes;
+    float *s_block = (float *)(void *)((char *)scratch + scratch_bytes);
 
     for (size_t b = 0; b < a->batch; b++) {
         const float *q = a->q + b * a->stride_q;
@@ -64,8 +66,9 @@ nwattn_status nw_pool_run(nwattn_context *ctx, const nw_kernels *kernels,
             float *s = w ? w + i0 * a->ldw : s_block;
             size_t lds = w ? a->ldw : (a->n > 0 ? a->n : 1);
             kernels->scores(&a->score, rows, a->n, a->d, q + i0 * a->ldq, a->ldq, k, a->ldk, s,
-                            lds, scratch);
-            kernels->softmax(&a->mask, b, i0, rows, a->n, s, lds, s, lds, lse ? lse + i0 : NULL);
+                            lds, row_scale, scratch);
+            kernels->softmax(&a->mask, b, i0, rows, a->n, s, lds, row_scale, s, lds,
+                             lse ? lse + i0 : NULL);
             kernels->gemm(rows, a->dv, a->n, s, lds, v, a->ldv, o + i0 * a->ldo, a->ldo);
         }
         if (identical)

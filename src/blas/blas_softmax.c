@@ -1,59 +1,37 @@
-/* Float masked softmax: max shift, exponentials written in place, sum accumulated in double. */
+/* Float masked softmax: max shift and sum in double (scores may lie beyond the float range, see
+ * nw_kernels), exponentials in float, written in place. */
 #include <math.h>
 
 #include "blas_kernels.h"
 #include "mask.h"
 
-/* Whether key j of the row is masked by leave-one-out or the keep bytes. */
-static int dropped(const unsigned char *keep, size_t excluded, size_t j) {
-    return j == excluded || (keep != NULL && keep[j] == 0);
-}
-
-static void softmax_row(const nw_mask *mask, size_t b, size_t i, size_t n, const float *srow,
-                        float *wrow, float *lse) {
-    const size_t limit = nw_mask_row_limit(mask, b, i, n);
-    const size_t excluded = nw_mask_excluded_key(mask, i);
-    const float *add = nw_mask_additive_row(mask, b, i);
-    const unsigned char *keep = nw_mask_keep_row(mask, b, i);
-
-    /* Pass 1: w = s + additive, -inf where masked; the maximum; whether any key is live.
-     * NaN is live and propagates through the sum, as it should. */
-    size_t live = 0;
-    float max = -INFINITY;
-    for (size_t j = 0; j < limit; j++) {
-        float v = dropped(keep, excluded, j) ? -INFINITY : srow[j] + (add ? add[j] : 0.0f);
-        wrow[j] = v;
-        if (v != -INFINITY) {
-            live++;
-            max = v > max ? v : max;
-        }
-    }
-    for (size_t j = limit; j < n; j++)
-        wrow[j] = 0.0f;
-    if (live == 0) {
-        for (size_t j = 0; j < limit; j++)
-            wrow[j] = 0.0f;
-        if (lse != NULL)
-            *lse = -INFINITY;
+static void softmax_row(const nw_mask *mask, size_t b, size_t i, size_t n, double scale,
+                        const float *srow, float *wrow, float *lse) {
+    const nw_row_mask rm = nw_row_mask_of(mask, b, i, n);
+    const nw_row_scan rs = nw_row_scan_of(&rm, scale, srow);
+    if (nw_softmax_special_row(&rm, &rs, scale, n, srow, wrow, lse))
         return;
-    }
-    /* Pass 2: exponentials and their sum; masked keys stay exactly 0 even if max is not
-     * finite (a row of NaN). */
+    /* v - max <= 0; below -FLT_MAX it rounds to -inf, whose exponential is the right 0. */
     double sum = 0.0;
-    for (size_t j = 0; j < limit; j++) {
-        float e = wrow[j] == -INFINITY ? 0.0f : expf(wrow[j] - max);
+    for (size_t j = 0; j < rm.limit; j++) {
+        const double v = nw_row_value(&rm, scale, srow, j);
+        const float e = v == -INFINITY ? 0.0f : expf((float)(v - rs.max));
         wrow[j] = e;
         sum += (double)e;
     }
-    const float inv = (float)(1.0 / sum);
-    for (size_t j = 0; j < limit; j++)
+    for (size_t j = rm.limit; j < n; j++)
+        wrow[j] = 0.0f;
+    const float inv = (float)(1.0 / sum); /* sum >= 1: the maximum contributes expf(0) */
+    for (size_t j = 0; j < rm.limit; j++)
         wrow[j] *= inv;
     if (lse != NULL)
-        *lse = max + (float)log(sum);
+        *lse = (float)(rs.max + log(sum));
 }
 
 void nw_blas_softmax(const nw_mask *mask, size_t b, size_t i0, size_t rows, size_t n,
-                     const float *s, size_t lds, float *w, size_t ldw, float *lse) {
+                     const float *s, size_t lds, const double *row_scale, float *w, size_t ldw,
+                     float *lse) {
     for (size_t r = 0; r < rows; r++)
-        softmax_row(mask, b, i0 + r, n, s + r * lds, w + r * ldw, lse ? lse + r : NULL);
+        softmax_row(mask, b, i0 + r, n, row_scale != NULL ? row_scale[r] : 1.0, s + r * lds,
+                    w + r * ldw, lse ? lse + r : NULL);
 }
