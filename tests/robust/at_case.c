@@ -245,6 +245,9 @@ void at_config_random(const at_fn *fn, at_src *src, at_config *cfg) {
     if (fn->mask_m_dim >= 0) {
         cfg->mask_null = at_src_chance(src, 25);
         cfg->mask_flags = (unsigned)at_src_below(src, 8); /* every combination of known flags */
+        const int lens = fn->n_ops + (fn->score_dim >= 0);
+        if (cfg->absent >> lens & 1u)
+            cfg->mask_flags &= ~(unsigned)NWATTN_MASK_LENS_PER_ROW; /* would be NULL_POINTER */
     }
     for (int p = 0; p < fn->n_params; p++)
         cfg->param[p] = fn->params[p].base;
