@@ -290,9 +290,10 @@ static void fill_element(const at_case *c, int i, void *p, void *user) {
         x = raw ? src_raw_float(src) : at_src_uniform(src, -2.0f, 2.0f);
         memcpy(p, &x, sizeof x);
         break;
-    case AT_FILL_POSITIVE:
-        x = raw && at_src_chance(src, 30) ? fabsf(src_raw_float(src))
-                                          : at_src_uniform(src, 0.5f, 2.0f);
+    case AT_FILL_POSITIVE: /* valid in both modes: raw ones are any positive finite float */
+        x = raw && at_src_chance(src, 30) ? fabsf(src_raw_float(src)) : 0.0f;
+        if (!(isfinite(x) && x > 0.0f))
+            x = at_src_uniform(src, 0.5f, 2.0f);
         memcpy(p, &x, sizeof x);
         break;
     case AT_FILL_LENS: {
