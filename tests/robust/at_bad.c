@@ -15,7 +15,17 @@ static void expect_all(at_bad *bad, nwattn_status status) {
     bad->expect[B_REF] = bad->expect[B_BLAS] = bad->expect[B_AUTO] = status;
 }
 
-static int present(const at_case *c, int i) { return c->buf[i].block != NULL; }
+/* Whether operand i reaches the call: it has a buffer, and it is not part of a mask the call
+ * does not get, nor the bandwidths of a dot score (which ignores them). */
+static int present(const at_case *c, int i) {
+    if (c->buf[i].block == NULL)
+        return 0;
+    if (c->mask_null && (i == c->op_lens || i == c->op_additive || i == c->op_keep))
+        return 0;
+    if (i == c->op_bandwidths && c->score.kind == NWATTN_SCORE_DOT)
+        return 0;
+    return 1;
+}
 
 static size_t span_bytes(const at_case *c, int i) {
     size_t items, rows, cols;
@@ -25,6 +35,13 @@ static size_t span_bytes(const at_case *c, int i) {
     const at_buffer *b = &c->buf[i];
     size_t ld = (c->op[i].flags & AT_HAS_LD) ? b->ld : cols;
     return ((items - 1) * b->stride + (rows - 1) * ld + cols) * at_elem_bytes(c->op[i].elem);
+}
+
+static int any_zero_dim(const at_case *c) {
+    for (int k = 0; k < c->fn->n_dims; k++)
+        if (c->dim[k] == 0)
+            return 1;
+    return 0;
 }
 
 /* Keeps valid lengths <= n after n changed. */
@@ -76,11 +93,11 @@ static int small_leading_dim(int v, at_case *c, at_bad *bad) {
     for (int i = 0; i < c->n_ops; i++) {
         if (!(c->op[i].flags & AT_HAS_LD) || !present(c, i))
             continue;
+        size_t items, rows, cols;
+        at_operand_shape(c, i, &items, &rows, &cols);
         for (int which = 0; which < 2; which++) {
-            if (v-- > 0)
+            if ((which == 0 && cols == 0) || v-- > 0)
                 continue;
-            size_t items, rows, cols;
-            at_operand_shape(c, i, &items, &rows, &cols);
             c->buf[i].ld = which == 0 ? cols - 1 : 0;
             snprintf(bad->label, sizeof bad->label, "%s: ld %zu < row %zu", c->op[i].name,
                      c->buf[i].ld, cols);
@@ -98,9 +115,9 @@ static int overlapping_stride(int v, at_case *c, at_bad *bad) {
         size_t items, rows, cols;
         at_operand_shape(c, i, &items, &rows, &cols);
         size_t ld = (c->op[i].flags & AT_HAS_LD) ? c->buf[i].ld : cols;
-        size_t item = (rows - 1) * ld + cols;
-        if (items < 2)
+        if (items < 2 || rows == 0 || cols == 0)
             continue;
+        size_t item = (rows - 1) * ld + cols;
         for (int which = 0; which < 2; which++) {
             if (which == 1 && item == 1)
                 continue; /* item - 1 is already 0 */
@@ -119,18 +136,21 @@ static int overlapping_stride(int v, at_case *c, at_bad *bad) {
 /* Output o starts at input i's first element (exact) or inside its last one (partial). */
 static int output_aliases_input(int v, at_case *c, at_bad *bad) {
     for (int o = 0; o < c->n_ops; o++) {
-        if (!at_is_output(&c->op[o]) || !present(c, o))
+        if (!at_is_output(&c->op[o]) || !present(c, o) || span_bytes(c, o) == 0)
             continue;
         for (int i = 0; i < c->n_ops; i++) {
             if (at_is_output(&c->op[i]) || !present(c, i) || span_bytes(c, i) == 0)
                 continue;
             for (int partial = 0; partial < 2; partial++) {
-                if (v-- > 0)
-                    continue;
                 unsigned char *base = c->buf[i].data;
+                /* partial: the output element holding the input's last byte */
+                const uintptr_t align = (uintptr_t)at_elem_bytes(c->op[o].elem);
+                const uintptr_t last =
+                    (uintptr_t)(base + span_bytes(c, i) - 1) & ~(align - 1);
+                if ((partial && last == (uintptr_t)base) || v-- > 0)
+                    continue; /* a one-element input: the same as the exact variant */
                 if (partial) {
-                    uintptr_t last = (uintptr_t)(base + span_bytes(c, i) - 1);
-                    c->buf[o].data = (void *)(last & ~(uintptr_t)7);
+                    c->buf[o].data = (void *)last;
                 } else {
                     c->buf[o].data = base;
                     /* The one pair allowed to share a buffer must differ in layout to be bad. */
@@ -155,7 +175,7 @@ static int output_aliases_output(int v, at_case *c, at_bad *bad) {
     for (int o = 0; o < c->n_ops; o++)
         for (int p = o + 1; p < c->n_ops; p++) {
             if (!at_is_output(&c->op[o]) || !at_is_output(&c->op[p]) || !present(c, o) ||
-                !present(c, p) || v-- > 0)
+                !present(c, p) || span_bytes(c, o) == 0 || span_bytes(c, p) == 0 || v-- > 0)
                 continue;
             c->buf[p].data = c->buf[o].data;
             snprintf(bad->label, sizeof bad->label, "%s = %s", c->op[p].name, c->op[o].name);
@@ -192,6 +212,8 @@ static int zero_dimension(int v, at_case *c, at_bad *bad) {
 static int overflowing_dimension(int v, at_case *c, at_bad *bad) {
     static const size_t huge[] = {SIZE_MAX / 4 + 1, SIZE_MAX / 2 + 1, SIZE_MAX};
     const int n_huge = (int)(sizeof huge / sizeof huge[0]);
+    if (any_zero_dim(c))
+        return 0; /* another zero dimension makes the problem empty: valid whatever this one is */
     for (int k = 0; k < c->fn->n_dims; k++) {
         if (c->fn->dims[k].no_extent)
             continue;
@@ -236,7 +258,11 @@ static int blas_leading_dim(int v, at_case *c, at_bad *bad) {
         return 0;
     for (int i = 0; i < c->n_ops; i++) {
         const at_operand *op = &c->op[i];
-        if (!(op->flags & AT_BLAS) || !(op->flags & AT_HAS_LD) || !present(c, i) || v-- > 0)
+        /* Rows only shrink to 1 (growing them would outgrow the other buffers). */
+        const int rows_zero = (op->rows.a != AT_ONE && c->dim[op->rows.a] == 0) ||
+                              (op->rows.b != AT_ONE && c->dim[op->rows.b] == 0);
+        if (!(op->flags & AT_BLAS) || !(op->flags & AT_HAS_LD) || !present(c, i) || rows_zero ||
+            v-- > 0)
             continue;
         if (op->rows.a != AT_ONE)
             c->dim[op->rows.a] = 1;
@@ -281,7 +307,7 @@ static int bad_bandwidth(int v, at_case *c, at_bad *bad) {
 }
 
 static int bad_bandwidths_entry(int v, at_case *c, at_bad *bad) {
-    if (c->fn->score_dim < 0 || !present(c, c->op_bandwidths) || v >= 4 * N_BAD_POSITIVE)
+    if (c->fn->score_dim < 0 || !(c->buf[c->op_bandwidths].block != NULL) || v >= 4 * N_BAD_POSITIVE)
         return 0;
     const size_t d = c->dim[c->fn->score_dim];
     const size_t at = (v / N_BAD_POSITIVE) % 2 == 0 ? 0 : d - 1;
@@ -312,11 +338,11 @@ static int ignored_fields(int v, at_case *c, at_bad *bad) {
         c->score.kind = NWATTN_SCORE_DOT;
         c->score.scale = 0.25f;
         c->score.bandwidth = NAN;
-        if (present(c, c->op_bandwidths))
+        if ((c->buf[c->op_bandwidths].block != NULL))
             ((float *)c->buf[c->op_bandwidths].data)[0] = -INFINITY;
         snprintf(bad->label, sizeof bad->label, "dot score with NaN bandwidth (ignored)");
     } else {
-        if (!present(c, c->op_bandwidths))
+        if (!(c->buf[c->op_bandwidths].block != NULL))
             return 0;
         c->score.kind = NWATTN_SCORE_GAUSSIAN;
         c->score.bandwidth = -1.0f;
@@ -355,6 +381,8 @@ static int valid_length_too_large(int v, at_case *c, at_bad *bad) {
         return 0;
     size_t items, rows, cols;
     at_operand_shape(c, c->op_lens, &items, &rows, &cols);
+    if (cols == 0)
+        return 0;
     const size_t n = c->dim[c->fn->mask_n_dim];
     const size_t at = v % 2 == 0 ? 0 : cols - 1;
     const size_t len = v < 2 ? n + 1 : SIZE_MAX;
