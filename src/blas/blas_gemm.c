@@ -105,16 +105,18 @@ static void bmm_batch_api(size_t batch, size_t m, size_t n, size_t k, const floa
                           size_t lda, size_t stride_a, const float *b, size_t ldb,
                           size_t stride_b, float *c, size_t ldc, size_t stride_c,
                           void *scratch) {
-    void **slots = scratch; /* three arrays of BATCH_CHUNK pointers */
+    /* Three arrays of `chunk` pointers: the workspace holds 3 · min(batch, BATCH_CHUNK). */
+    const size_t chunk = min_size(batch, BATCH_CHUNK);
+    void **slots = scratch;
     const float **a_array = (const float **)(void *)slots;
-    const float **b_array = (const float **)(void *)(slots + BATCH_CHUNK);
-    float **c_array = (float **)(void *)(slots + 2 * BATCH_CHUNK);
+    const float **b_array = (const float **)(void *)(slots + chunk);
+    float **c_array = (float **)(void *)(slots + 2 * chunk);
     const enum CBLAS_TRANSPOSE no_trans = CblasNoTrans;
     const blasint mi = (blasint)m, ni = (blasint)n, ki = (blasint)k;
     const blasint ldai = (blasint)lda, ldbi = (blasint)ldb, ldci = (blasint)ldc;
     const float one = 1.0f, zero = 0.0f;
-    for (size_t first = 0; first < batch; first += BATCH_CHUNK) {
-        size_t count = min_size(BATCH_CHUNK, batch - first);
+    for (size_t first = 0; first < batch; first += chunk) {
+        size_t count = min_size(chunk, batch - first);
         for (size_t t = 0; t < count; t++) {
             a_array[t] = a + (first + t) * stride_a;
             b_array[t] = b + (first + t) * stride_b;
