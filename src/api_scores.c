@@ -31,7 +31,7 @@ nwattn_status nwattn_scores(nwattn_context *ctx, const nwattn_score *score, size
         return NWATTN_OK;
     /* Workspace: m row scales, then the kernel's scratch. */
     const size_t scratch_bytes = kernels->scores_workspace(&sc, m, n, d);
-    size_t scale_bytes, total;
+    size_t scale_bytes = 0, total;
     if (scratch_bytes == SIZE_MAX || !nw_mul(m, sizeof(double), &scale_bytes) ||
         !nw_add(scale_bytes, scratch_bytes, &total))
         total = SIZE_MAX;

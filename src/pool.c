@@ -43,7 +43,7 @@ nwattn_status nw_pool_run(nwattn_context *ctx, const nw_kernels *kernels,
     /* Workspace: the block's row scales (doubles), the kernels' scratch (8-byte multiple),
      * then the scores block. */
     const size_t scratch_bytes = kernels->scores_workspace(&a->score, block, a->n, a->d);
-    size_t scale_bytes, s_bytes, total;
+    size_t scale_bytes = 0, s_bytes = 0, total;
     if (scratch_bytes == SIZE_MAX || !nw_mul(block, sizeof(double), &scale_bytes) ||
         !nw_mul(s_floats, sizeof(float), &s_bytes) ||
         !nw_add(scale_bytes, scratch_bytes, &total) || !nw_add(total, s_bytes, &total))
