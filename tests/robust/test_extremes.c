@@ -398,11 +398,15 @@ static void test_huge_leading_dimension(void **state) {
             assert_memory_equal(w, want_w, sizeof w);
         }
     }
-    /* bmm with such a B: the same story. */
-    float c[2 * 2], want_c[2 * 2];
-    assert_int_equal(nwattn_bmm(ctx[0], 1, 2, 2, 3, kc, 3, 0, kc, 2, 0, want_c, 2, 0), NWATTN_OK);
-    assert_int_equal(nwattn_bmm(ctx[1], 1, 2, 2, 3, kc, ldk, 0, kc, 2, 0, c, 2, 0),
+    /* bmm with the mapped rows as A (2×3, lda = ldk): the same story. */
+    float a[6], c[2 * 2], want_c[2 * 2];
+    for (size_t i = 0; i < 2; i++)
+        memcpy(a + 3 * i, k + i * ldk, 3 * sizeof(float));
+    assert_int_equal(nwattn_bmm(ctx[0], 1, 2, 2, 3, a, 3, 0, kc, 2, 0, want_c, 2, 0), NWATTN_OK);
+    assert_int_equal(nwattn_bmm(ctx[1], 1, 2, 2, 3, k, ldk, 0, kc, 2, 0, c, 2, 0),
                      NWATTN_ERR_TOO_LARGE);
+    assert_int_equal(nwattn_bmm(ctx[2], 1, 2, 2, 3, k, ldk, 0, kc, 2, 0, c, 2, 0), NWATTN_OK);
+    assert_memory_equal(c, want_c, sizeof c);
     munmap(k, bytes);
 }
 
