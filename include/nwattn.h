@@ -14,8 +14,9 @@
  *   ignored. An input stride of 0 broadcasts one matrix to every item. An output stride must
  *   keep the items apart: stride >= (rows - 1) * ld + cols.
  * - Shapes: Q is m×d, K is n×d, V is n×dv, scores and weights are m×n, O is m×dv.
- * - batch == 0, m == 0 or dv == 0 is a valid empty problem: NWATTN_OK, nothing is written.
- *   n == 0 (no keys) is valid: every row is fully masked (see "Masks"). d must be >= 1.
+ * - batch == 0 or m == 0 is a valid empty problem: NWATTN_OK, nothing is written. dv == 0
+ *   leaves O empty (weights and lse are still written when asked for). n == 0 (no keys) is
+ *   valid: every row is fully masked (see "Masks"). d must be >= 1.
  * - Every function returns an nwattn_status. On any error nothing that the caller passed as an
  *   output has been written, and nwattn_context_last_error() explains what was wrong.
  * - The library never aborts, exits, prints or asserts; it has no mutable global state.
@@ -23,10 +24,11 @@
  * Range and non-finite values
  * ---------------------------
  * - Valid parameters and data of any magnitude work: bandwidths from the smallest positive float
- *   to FLT_MAX, any finite scale, any finite data. nwattn_pool and nwattn_average_pool never
- *   round a score to float on its way to the softmax (scores travel as float times a power of
- *   two kept per row), so with h = 1e-30 the nearest key gets its limit weight 1 rather than
- *   every score overflowing to -inf. nwattn_scores returns the float rounding of each score,
+ *   to FLT_MAX, any finite scale, any finite data. The poolings (nwattn_pool,
+ *   nwattn_average_pool, nwattn_attention) never round a score to float on its way to the
+ *   softmax (scores travel as float times a power of two, or in double), under every backend,
+ *   so with h = 1e-30 the nearest key gets its limit weight 1 rather than every score
+ *   overflowing to -inf. nwattn_scores returns the float rounding of each score,
  *   which is ±INFINITY beyond ±FLT_MAX; since nwattn_softmax reads a -INFINITY score as masked,
  *   use nwattn_pool (which can also return the weights) for such extreme scales.
  * - Softmax rows (nwattn_softmax, nwattn_pool): a key is live unless its position, keep byte,
@@ -43,17 +45,24 @@
  * - NaN and Inf in Q or K give the scores that IEEE arithmetic gives for the definitions,
  *   evaluated in double: for Gaussian and Laplace an infinite coordinate facing a finite one is
  *   an infinite distance, score -INFINITY, so that key is masked for that query; Inf - Inf and
- *   NaN give a NaN score. Dot scores are IEEE sums of products (Inf · 0 = NaN). Both backends
- *   agree on this (the BLAS backend evaluates a block holding a non-finite value by the
- *   reference formulas).
+ *   NaN give a NaN score. Dot scores are IEEE sums of products (Inf · 0 = NaN). All backends
+ *   agree on this (BLAS and FUSED evaluate a block holding a non-finite value by the reference
+ *   formulas).
  * - NaN and Inf in V, and in nwattn_bmm operands, follow IEEE arithmetic: a key with a nonzero
- *   weight passes them to its output row. A key with weight 0 (a masked one, say) passes NaN as
- *   well (0 · NaN = NaN, 0 · Inf = NaN) with the reference backend and with OpenBLAS; a BLAS that
- *   skips zero factors may not. Keep the values of padding keys finite.
+ *   weight passes them to its output row. Whether a key with weight 0 (a masked one, say) does
+ *   is unspecified: REFERENCE, and BLAS on OpenBLAS, pass NaN (0 · NaN = NaN, 0 · Inf = NaN);
+ *   FUSED never reads keys beyond every row's valid length; a BLAS that skips zero factors may
+ *   not. Keep the values of padding keys finite.
+ * - Partial states (nwattn_pool_partial) follow the same rules: a live NaN makes the row's
+ *   state NaN (max, sum and acc); live +INFINITY values give max = +INFINITY, sum = their
+ *   count and acc = the sum of their values, which merging and finishing carry to the limit.
+ *   The stored shift is a float: a row whose largest live value lies beyond ±FLT_MAX cannot be
+ *   held and gets a NaN state (never an empty one that would finish to zeros); use nwattn_pool
+ *   for such scales.
  *
  * Threads: a context must not be used by two threads at the same time. Distinct contexts are
  * fully independent, and read-only inputs may be shared by any number of concurrent calls.
- * The library never changes the BLAS's own thread settings.
+ * The library never changes the BLAS's own thread settings (see nwattn_context_set_threads).
  *
  * Accuracy (measured by the tests, see README "Accuracy"):
  * - NWATTN_BACKEND_REFERENCE evaluates the definitions with double accumulation and computes
@@ -63,6 +72,10 @@
  *   centred on the mean key and divided by h, so their error is about
  *   d · 2^-24 · (|q'|^2 + |k'|^2) (Gaussian) and the square root of that (Laplace), where
  *   q' = (q - mean key) / h. Weights then carry that absolute score error as relative error.
+ * - NWATTN_BACKEND_FUSED computes its scores exactly like BLAS (the same products on tiles, the
+ *   same centred expansion); its row sums are kept in double, the accumulator in float, so
+ *   outputs carry about the error of the unfused float W·V product. The tests hold FUSED and
+ *   BLAS to the same bounds against REFERENCE.
  */
 #ifndef NWATTN_H
 #define NWATTN_H
@@ -120,10 +133,32 @@ NWATTN_API const char *nwattn_status_describe(nwattn_status status);
 /* The caller-owned handle for settings and reusable working memory. One per thread. */
 typedef struct nwattn_context nwattn_context;
 
+/* How a pooling is computed (nwattn_pool, nwattn_average_pool, nwattn_attention):
+ * - BLAS: unfused. Scores of a block of query rows (at most 16 MiB of them) in one sgemm, a
+ *   masked softmax, then W·V in one sgemm.
+ * - FUSED: tiles of (up to) 64 query rows × 16 .. 256 keys; the tile products go through
+ *   cblas_sgemm and an online softmax (running row max, running row sum, unnormalised
+ *   accumulator) combines the tiles, with one division per row at the end. The m×n weights
+ *   never exist: working memory is a few tiles per worker thread, whatever m and n. Key tiles
+ *   that the mask hides from every row of a block (causal, valid lengths) are skipped. If the
+ *   caller asks for the weights, a second pass writes exp(score - lse) into them.
+ * - AUTO picks REFERENCE when a leading dimension does not fit the BLAS integer; for poolings
+ *   FUSED when n >= 32 and d, dv <= 128, else BLAS. The choice depends on the shape only, so
+ *   requesting weights or lse never changes the output.
+ *   Measured (benchmarks/fused_vs_unfused, one shared and noisy 2-core x86-64, OpenBLAS
+ *   0.3.21, one thread): with d = dv in 2 .. 128 the fused path took 0.6 - 0.9 times the
+ *   unfused time for m = n from 32 to 8192, and 0.4 - 0.9 for m = 1 or 16 queries over
+ *   64 .. 65536 keys; at m = n = 16 they tie. With d = dv = 256 or 512 the two are within
+ *   about ±30 % either way (the work is GEMM-bound, and the unfused path's two large products
+ *   use the BLAS better), so AUTO stays unfused there. README "Fused path" has the tables.
+ * The other primitives (scores, softmax, bmm) have nothing to fuse: FUSED runs them like BLAS.
+ * Partial states (nwattn_pool_partial) are computed by the fused tiles under every backend
+ * but REFERENCE. */
 typedef enum nwattn_backend {
-    NWATTN_BACKEND_AUTO = 0,      /* BLAS where it can express the problem, else reference */
+    NWATTN_BACKEND_AUTO = 0,      /* by shape: see above */
     NWATTN_BACKEND_REFERENCE = 1, /* plain loops, double accumulation: the oracle */
-    NWATTN_BACKEND_BLAS = 2       /* cblas_sgemm / sgemv / sgemm_batch, float softmax */
+    NWATTN_BACKEND_BLAS = 2,      /* cblas_sgemm / sgemv / sgemm_batch, float softmax */
+    NWATTN_BACKEND_FUSED = 3      /* tiled online softmax on cblas_sgemm tiles */
 } nwattn_backend;
 
 /* Working memory comes from this allocator; alloc returning NULL makes the call fail with
@@ -144,6 +179,24 @@ NWATTN_API void nwattn_context_destroy(nwattn_context *ctx);
 
 NWATTN_API nwattn_status nwattn_context_set_backend(nwattn_context *ctx, nwattn_backend backend);
 NWATTN_API nwattn_backend nwattn_context_get_backend(const nwattn_context *ctx);
+
+/* Threads. A context has `threads` workers for the fused pooling (default 1: everything runs
+ * on the calling thread). With threads > 1 a fused call cuts the problem into units of (batch
+ * item, head, block of query rows), starts threads - 1 pthreads for the call, runs units on
+ * them and on the calling thread, and joins them before it returns; no thread outlives a call.
+ * Every unit runs its tile products as separate BLAS calls on its own worker, and the tiles
+ * are sized (m·n·k <= 2^18) so that OpenBLAS computes them on that worker without waking its
+ * own thread pool: the two pools never compete for the cores.
+ * The library never calls openblas_set_num_threads or changes any other process-wide
+ * setting. The unfused BLAS path and the projections of nwattn_attention run on the calling
+ * thread with the BLAS's own threads, however the caller configured them
+ * (OPENBLAS_NUM_THREADS, openblas_set_num_threads). Use one pool at a time: either context
+ * threads with the fused path, or BLAS threads with one context thread; README "Threads"
+ * has the measurements. 1 <= threads <= NWATTN_MAX_THREADS, else NWATTN_ERR_BAD_PARAMETER. */
+#define NWATTN_MAX_THREADS 256
+NWATTN_API nwattn_status nwattn_context_set_threads(nwattn_context *ctx, size_t threads);
+/* The context's thread count (1 for ctx == NULL). */
+NWATTN_API size_t nwattn_context_get_threads(const nwattn_context *ctx);
 
 /* Working memory: the context keeps the largest block any call needed (scores of a block of
  * query rows, centred copies of Q and K, pointer arrays) and reuses it, so a steady workload
@@ -230,8 +283,9 @@ NWATTN_API nwattn_status nwattn_bmm(nwattn_context *ctx, size_t batch,
 /* ---- Attention pooling ------------------------------------------------------------------- */
 /* O_b = softmax(score(Q_b, K_b) + mask) · V_b in one call.
  * weights (m×n) and lse are optional outputs (NULL to skip): pass weights to draw heatmaps.
- * Without them the m×n weights are formed a block of query rows at a time in the context's
- * working memory. */
+ * Without them the m×n weights never exist as a whole: the unfused path (BLAS, REFERENCE)
+ * forms them a block of query rows at a time in the context's working memory, the fused path
+ * (FUSED, and AUTO for most shapes) a tile at a time. */
 NWATTN_API nwattn_status nwattn_pool(nwattn_context *ctx, const nwattn_score *score,
                                      const nwattn_mask *mask,
                                      size_t batch, size_t m, size_t n, size_t d, size_t dv,
@@ -249,6 +303,127 @@ NWATTN_API nwattn_status nwattn_average_pool(nwattn_context *ctx, const nwattn_m
                                              size_t batch, size_t m, size_t n, size_t dv,
                                              const float *v, size_t ldv, size_t stride_v,
                                              float *o, size_t ldo, size_t stride_o);
+
+/* ---- Partial states: pooling over shards of the keys -------------------------------------- */
+/* The online-softmax state of a pooling over a subset of the keys, for each query row i:
+ *   max[i]  a shift: the largest masked score (plus additive mask) of the subset,
+ *           -INFINITY if none of its keys is live;
+ *   sum[i]  the sum over the subset's live keys j of exp(s_ij - max[i]);
+ *   acc[i]  the sum over the same keys of exp(s_ij - max[i]) · v_j (dv floats).
+ * A state with sum 0 is empty (max -INFINITY, acc zeros): the identity of merging.
+ * Merging the states of two disjoint subsets gives the state of their union, and finishing a
+ * state gives the pooling over its keys: O = acc / sum, lse = max + log(sum). Merging is
+ * commutative and associative up to float rounding, so the keys can be sharded across
+ * threads, processes or machines in any way, each shard's state computed where its keys
+ * live, and the states merged in any order. */
+typedef struct nwattn_pool_state {
+    float *acc; /* batch × m × dv: acc[b·stride_acc + i·ld_acc + c] */
+    size_t ld_acc, stride_acc;
+    float *max; /* batch × m: max[b·stride_stats + i] */
+    float *sum; /* batch × m: sum[b·stride_stats + i] */
+    size_t stride_stats;
+} nwattn_pool_state;
+
+/* Writes the state of queries Q_b pooled over keys key_offset .. key_offset+n-1 of a larger
+ * problem (all m rows). k and v point at those keys: row 0 of K_b and V_b is key key_offset.
+ * The mask is the whole problem's mask seen through the shard: causal, leave-one-out and valid
+ * lengths count whole-problem keys (a valid length may be anything, keys at or beyond it are
+ * masked), while mask.additive and mask.keep point at the shard's first column (the whole
+ * mask's pointer + key_offset, with the whole mask's leading dimension and stride).
+ * n == 0 writes empty states. REFERENCE evaluates the definition in double; every other
+ * backend uses the fused tiles (cblas_sgemm), with the context's threads. The three state
+ * arrays must not overlap each other or an input. */
+NWATTN_API nwattn_status nwattn_pool_partial(nwattn_context *ctx, const nwattn_score *score,
+                                             const nwattn_mask *mask, size_t batch, size_t m,
+                                             size_t n, size_t d, size_t dv, size_t key_offset,
+                                             const float *q, size_t ldq, size_t stride_q,
+                                             const float *k, size_t ldk, size_t stride_k,
+                                             const float *v, size_t ldv, size_t stride_v,
+                                             const nwattn_pool_state *state);
+
+/* into = into merged with from, row by row: with M = max(M_1, M_2) and a_t = exp(M_t - M),
+ * max = M, sum = a_1 sum_1 + a_2 sum_2, acc = a_1 acc_1 + a_2 acc_2, evaluated in double and
+ * rounded once (an empty state leaves the other unchanged). The two states must not overlap.
+ * One implementation serves every backend. */
+NWATTN_API nwattn_status nwattn_pool_state_merge(nwattn_context *ctx, size_t batch, size_t m,
+                                                 size_t dv, const nwattn_pool_state *into,
+                                                 const nwattn_pool_state *from);
+
+/* O_b = acc / sum and lse = max + log(sum), row by row; empty rows give zeros and -INFINITY,
+ * as a fully masked row of nwattn_pool does. o may be the state's accumulator itself (same
+ * pointer, leading dimension and stride) to finish in place; lse is optional (NULL). */
+NWATTN_API nwattn_status nwattn_pool_state_finish(nwattn_context *ctx, size_t batch, size_t m,
+                                                  size_t dv, const nwattn_pool_state *state,
+                                                  float *o, size_t ldo, size_t stride_o,
+                                                  float *lse, size_t stride_lse);
+
+/* ---- Positional encoding --------------------------------------------------------------- */
+/* d2l's sinusoidal positional encoding of positions p = first .. first+t-1 (row i is p =
+ * first + i), for j = 0 .. (d-1)/2:
+ *   P[i, 2j] = sin(p / 10000^(2j/d)),   P[i, 2j+1] = cos(p / 10000^(2j/d))
+ * (an odd d ends with a sine column). Evaluated in double and rounded once, the same under
+ * every backend. Add it to the embeddings (X + P) before the attention's projections; `first`
+ * lets incremental decoding continue where the last chunk ended. d >= 1. */
+NWATTN_API nwattn_status nwattn_positional_encoding(nwattn_context *ctx, size_t t, size_t d,
+                                                    size_t first, float *p, size_t ldp);
+
+/* ---- Self-, cross- and multi-head attention ------------------------------------------- */
+/* The weights of an attention layer. Every matrix is dense row-major with the nn.Linear
+ * layout (out_features × in_features, y = x·W^T + b):
+ *   Q = X_q·W_q^T + b_q   (d_qk wide)     K = X_k·W_k^T + b_k   (d_qk wide)
+ *   V = X_v·W_v^T + b_v   (d_v wide)
+ *   head h (0 .. heads-1) takes columns h·d_qk/heads .. of Q and K and h·d_v/heads .. of V:
+ *   O_h = softmax(score(Q_h, K_h) + mask) · V_h,   Y = concat(O_0 .. O_{heads-1})·W_o^T + b_o
+ * Without w_o the output is the concatenation itself (d_v wide): the seed's single-head
+ * SelfAttention(d_model, d_k, d_v) is heads = 1, d_qk = d_k, d_v = d_v, w_o = NULL.
+ *
+ * Loading PyTorch's nn.MultiheadAttention(E, H) (batch_first=True, bias=True, kdim = vdim = E):
+ *   heads = H, d_q_in = d_k_in = d_v_in = d_qk = d_v = d_out = E,
+ *   w_q = in_proj_weight,  w_k = in_proj_weight + E·E,  w_v = in_proj_weight + 2·E·E,
+ *   b_q = in_proj_bias,    b_k = in_proj_bias + E,      b_v = in_proj_bias + 2·E,
+ *   w_o = out_proj.weight, b_o = out_proj.bias,  score NULL (scaled dot, 1/sqrt(E/H)).
+ * With kdim or vdim != E PyTorch keeps q_proj_weight (E×E), k_proj_weight (E×kdim) and
+ * v_proj_weight (E×vdim) apart: w_q, w_k, w_v point at them, d_k_in = kdim, d_v_in = vdim.
+ * bias=False: the four bias pointers are NULL. Its masks: attn_mask (T_q×T_kv, float added
+ * or bool True = masked) is mask.additive, or mask.keep with the bytes inverted;
+ * is_causal is NWATTN_MASK_CAUSAL; key_padding_mask (B×T_kv) is valid_lens when it pads the
+ * end of each sequence, else mask.keep. need_weights=True, average_attn_weights=False is the
+ * weights output below (PyTorch's default averages it over the heads). Dropout: none. */
+typedef struct nwattn_attention_params {
+    size_t heads;                 /* >= 1, divides d_qk and d_v */
+    size_t d_q_in, d_k_in, d_v_in; /* widths of the query, key and value inputs, >= 1 */
+    size_t d_qk;                  /* projected query and key width (heads × per-head d) */
+    size_t d_v;                   /* projected value width (heads × per-head dv) */
+    size_t d_out;                 /* rows of w_o, the output width; unused without w_o */
+    const float *w_q;             /* d_qk × d_q_in */
+    const float *w_k;             /* d_qk × d_k_in */
+    const float *w_v;             /* d_v × d_v_in */
+    const float *w_o;             /* d_out × d_v, or NULL: no output projection */
+    const float *b_q, *b_k, *b_v, *b_o; /* NULL (no bias) or d_qk, d_qk, d_v, d_out floats */
+} nwattn_attention_params;
+
+/* Y_b = attention of the batch item's query sequence X_q (t_q × d_q_in) over its key and
+ * value sequences X_k (t_kv × d_k_in) and X_v (t_kv × d_v_in). Self-attention passes the same
+ * sequence three times (t_q == t_kv); cross-attention passes the encoder output as X_k and
+ * X_v. The inputs may alias each other; Y (t_q × d_out, or d_v without w_o) must overlap none.
+ * score: NULL is the scaled dot product with scale 1/sqrt(d_qk/heads); any other score is
+ * applied per head with d = d_qk/heads (Gaussian heads: Nadaraya-Watson on the projections).
+ * mask: as for nwattn_pool with m = t_q, n = t_kv, per batch item; all heads share it.
+ * weights (optional, NULL to skip): the per-head attention weights for heatmaps, item b's
+ * head h in rows h·t_q .. h·t_q+t_q-1 of weights + b·stride_w, row pitch ldw (>= t_kv): a
+ * contiguous (batch, heads, t_q, t_kv) array has ldw = t_kv, stride_w = heads·t_q·t_kv.
+ * The projections are cblas_sgemm calls (double loops under REFERENCE), the pooling follows
+ * the backend (AUTO, BLAS, FUSED, REFERENCE) and the context's threads. Working memory: the
+ * projected Q, K, V and the concatenated heads, plus what the pooling needs. */
+NWATTN_API nwattn_status nwattn_attention(nwattn_context *ctx,
+                                          const nwattn_attention_params *params,
+                                          const nwattn_score *score, const nwattn_mask *mask,
+                                          size_t batch, size_t t_q, size_t t_kv,
+                                          const float *x_q, size_t ldx_q, size_t stride_x_q,
+                                          const float *x_k, size_t ldx_k, size_t stride_x_k,
+                                          const float *x_v, size_t ldx_v, size_t stride_x_v,
+                                          float *y, size_t ldy, size_t stride_y,
+                                          float *weights, size_t ldw, size_t stride_w);
 
 #ifdef __cplusplus
 }

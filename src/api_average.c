@@ -10,7 +10,7 @@ nwattn_status nwattn_average_pool(nwattn_context *ctx, const nwattn_mask *mask, 
     /* No queries: q points at v with zero pitch and d = 0, and is never read. */
     nw_pool_args args = {
         .score = {.kind = NW_SCORE_ZERO},
-        .batch = batch, .m = m, .n = n, .d = 0, .dv = dv,
+        .batch = batch, .heads = 1, .m = m, .n = n, .d = 0, .dv = dv,
         .q = v, .ldq = 0, .stride_q = 0,
         .k = v, .ldk = 0, .stride_k = 0,
         .v = v, .ldv = ldv, .stride_v = stride_v,
@@ -23,6 +23,7 @@ nwattn_status nwattn_average_pool(nwattn_context *ctx, const nwattn_mask *mask, 
     NW_TRY(nw_check_mask(&call, mask, m, n, &args.mask));
     NW_TRY(nw_check_disjoint(&call));
     const nw_kernels *kernels;
-    NW_TRY(nw_select_kernels(ctx, nw_call_blas_ok(&call) && n <= NW_BLAS_INT_MAX, &kernels));
+    NW_TRY(nw_select_pool_kernels(ctx, nw_call_blas_ok(&call), n <= NW_BLAS_INT_MAX, &args,
+                                  &kernels));
     return nw_pool_run(ctx, kernels, &args);
 }

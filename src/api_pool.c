@@ -13,7 +13,7 @@ nwattn_status nwattn_pool(nwattn_context *ctx, const nwattn_score *score,
     if (d == 0)
         return nw_fail(ctx, NWATTN_ERR_BAD_DIMENSION, "d is 0: a score needs features");
     nw_pool_args args = {
-        .batch = batch, .m = m, .n = n, .d = d, .dv = dv,
+        .batch = batch, .heads = 1, .m = m, .n = n, .d = d, .dv = dv,
         .q = q, .ldq = ldq, .stride_q = stride_q,
         .k = k, .ldk = ldk, .stride_k = stride_k,
         .v = v, .ldv = ldv, .stride_v = stride_v,
@@ -23,9 +23,7 @@ nwattn_status nwattn_pool(nwattn_context *ctx, const nwattn_score *score,
     };
     nw_call call;
     nw_call_init(&call, ctx, batch);
-    NW_TRY(nw_input(&call, "q", q, m, d, ldq, stride_q));
-    NW_TRY(nw_input(&call, "k", k, n, d, ldk, stride_k));
-    NW_TRY(nw_input(&call, "v", v, n, dv, ldv, stride_v));
+    NW_TRY(nw_check_pool_inputs(&call, &args));
     NW_TRY(nw_check_score(&call, score, d, &args.score));
     NW_TRY(nw_output(&call, "o", o, m, dv, ldo, stride_o));
     if (weights != NULL)
@@ -34,9 +32,9 @@ nwattn_status nwattn_pool(nwattn_context *ctx, const nwattn_score *score,
         NW_TRY(nw_output(&call, "lse", lse, 1, m, m > 0 ? m : 1, stride_lse));
     NW_TRY(nw_check_mask(&call, mask, m, n, &args.mask));
     NW_TRY(nw_check_disjoint(&call));
-    /* The workspace block of scores has leading dimension n. */
-    const int blas_ok = nw_call_blas_ok(&call) && n <= NW_BLAS_INT_MAX;
+    /* The unfused path's block of scores has leading dimension n. */
     const nw_kernels *kernels;
-    NW_TRY(nw_select_kernels(ctx, blas_ok, &kernels));
+    NW_TRY(nw_select_pool_kernels(ctx, nw_call_blas_ok(&call), n <= NW_BLAS_INT_MAX, &args,
+                                  &kernels));
     return nw_pool_run(ctx, kernels, &args);
 }

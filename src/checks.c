@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "checks.h"
+#include "pool.h"
 
 void nw_call_init(nw_call *call, nwattn_context *ctx, size_t batch) {
     memset(call, 0, sizeof *call);
@@ -16,10 +17,10 @@ static nwattn_status operand_range(nwattn_context *ctx, size_t batch, const char
                                    size_t ld, size_t stride, nw_range *range) {
     if (data == NULL)
         return nw_fail(ctx, NWATTN_ERR_NULL_POINTER, "%s is NULL", name);
-    if (ld < cols || ld == 0)
+    if (ld < cols) /* ld = 0 is fine for rows of length 0: nothing is addressed */
         return nw_fail(ctx, NWATTN_ERR_BAD_LEADING_DIM,
                        "leading dimension of %s is %zu, smaller than its row of %zu", name, ld,
-                       cols == 0 ? (size_t)1 : cols);
+                       cols);
     range->name = name;
     range->begin = range->end = (uintptr_t)data;
     if (batch == 0 || rows == 0 || cols == 0)
@@ -105,7 +106,8 @@ int nw_call_blas_ok(const nw_call *call) { return call->max_ld <= NW_BLAS_INT_MA
 
 static int positive_finite(float x) { return isfinite(x) && x > 0.0f; }
 
-nwattn_status nw_check_score(nw_call *call, const nwattn_score *score, size_t d, nw_score *out) {
+nwattn_status nw_check_score(nw_call *call, const nwattn_score *score, size_t d,
+                             nw_score *out) {
     nwattn_context *ctx = call->ctx;
     if (score == NULL)
         return nw_fail(ctx, NWATTN_ERR_NULL_POINTER, "score is NULL");
@@ -143,8 +145,8 @@ nwattn_status nw_check_score(nw_call *call, const nwattn_score *score, size_t d,
 static const unsigned known_mask_flags =
     NWATTN_MASK_LEAVE_ONE_OUT | NWATTN_MASK_CAUSAL | NWATTN_MASK_LENS_PER_ROW;
 
-nwattn_status nw_check_mask(nw_call *call, const nwattn_mask *mask, size_t m, size_t n,
-                            nw_mask *out) {
+static nwattn_status check_mask(nw_call *call, const nwattn_mask *mask, size_t m, size_t n,
+                                size_t max_len, nw_mask *out) {
     memset(out, 0, sizeof *out);
     out->m = m;
     if (mask == NULL)
@@ -163,7 +165,7 @@ nwattn_status nw_check_mask(nw_call *call, const nwattn_mask *mask, size_t m, si
             return nw_fail(ctx, NWATTN_ERR_OVERFLOW, "batch·m valid lengths overflow size_t");
         NW_TRY(nw_input_array(call, "mask.valid_lens", mask->valid_lens, sizeof(size_t), count));
         for (size_t i = 0; i < count; i++)
-            if (mask->valid_lens[i] > n)
+            if (mask->valid_lens[i] > max_len)
                 return nw_fail(ctx, NWATTN_ERR_BAD_MASK, "mask.valid_lens[%zu] = %zu exceeds n = %zu",
                                i, mask->valid_lens[i], n);
         out->valid_lens = mask->valid_lens;
@@ -182,5 +184,37 @@ nwattn_status nw_check_mask(nw_call *call, const nwattn_mask *mask, size_t m, si
         out->ld_keep = mask->ld_keep;
         out->stride_keep = mask->stride_keep;
     }
+    return NWATTN_OK;
+}
+
+nwattn_status nw_check_mask(nw_call *call, const nwattn_mask *mask, size_t m, size_t n,
+                            nw_mask *out) {
+    return check_mask(call, mask, m, n, n, out);
+}
+
+nwattn_status nw_check_shard_mask(nw_call *call, const nwattn_mask *mask, size_t m, size_t n,
+                                  size_t key_offset, nw_mask *out) {
+    NW_TRY(check_mask(call, mask, m, n, SIZE_MAX, out));
+    out->key_offset = key_offset;
+    return NWATTN_OK;
+}
+
+nwattn_status nw_check_state(nw_call *call, const char *const names[4],
+                             const nwattn_pool_state *state, size_t m, size_t dv, int output) {
+    if (state == NULL)
+        return nw_fail(call->ctx, NWATTN_ERR_NULL_POINTER, "%s is NULL", names[3]);
+    nwattn_status (*add)(nw_call *, const char *, const float *, size_t, size_t, size_t,
+                         size_t) = output ? nw_output : nw_input;
+    const size_t ld_stats = m > 0 ? m : 1;
+    NW_TRY(add(call, names[0], state->acc, m, dv, state->ld_acc, state->stride_acc));
+    NW_TRY(add(call, names[1], state->max, 1, m, ld_stats, state->stride_stats));
+    NW_TRY(add(call, names[2], state->sum, 1, m, ld_stats, state->stride_stats));
+    return NWATTN_OK;
+}
+
+nwattn_status nw_check_pool_inputs(nw_call *call, const nw_pool_args *a) {
+    NW_TRY(nw_input(call, "q", a->q, a->m, a->d, a->ldq, a->stride_q));
+    NW_TRY(nw_input(call, "k", a->k, a->n, a->d, a->ldk, a->stride_k));
+    NW_TRY(nw_input(call, "v", a->v, a->n, a->dv, a->ldv, a->stride_v));
     return NWATTN_OK;
 }

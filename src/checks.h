@@ -5,7 +5,9 @@
 
 #include "internal.h"
 
-#define NW_MAX_OPERANDS 12
+/* The most a call registers: nwattn_attention has 11 inputs of its own (sequences, weights,
+ * biases), the score's bandwidths and three mask arrays, and 2 outputs. */
+#define NW_MAX_OPERANDS 24
 
 typedef struct nw_range {
     const char *name;
@@ -44,11 +46,28 @@ int nw_call_blas_ok(const nw_call *call);
 
 /* Validates a public score description against d, registers its bandwidths array (if used) as
  * an input of call, and copies it into *out. Call it after the operands that fix d. */
-nwattn_status nw_check_score(nw_call *call, const nwattn_score *score, size_t d, nw_score *out);
+nwattn_status nw_check_score(nw_call *call, const nwattn_score *score, size_t d,
+                             nw_score *out);
 
 /* Validates a public mask (NULL: none) for batch items of m×n, registers its arrays as inputs
  * of call, and fills *out. Valid lengths are read to check they are <= n. */
 nwattn_status nw_check_mask(nw_call *call, const nwattn_mask *mask, size_t m, size_t n,
                             nw_mask *out);
+
+/* The same for a shard of keys key_offset .. key_offset+n-1 (nwattn_pool_partial): valid
+ * lengths may take any value. */
+nwattn_status nw_check_shard_mask(nw_call *call, const nwattn_mask *mask, size_t m, size_t n,
+                                  size_t key_offset, nw_mask *out);
+
+struct nw_pool_args;
+/* Registers the pooling inputs of args (q, k, v) with call; nw_check_score, called after it,
+ * registers the score's bandwidths. */
+nwattn_status nw_check_pool_inputs(nw_call *call, const struct nw_pool_args *args);
+
+/* Registers the three arrays of a partial state (batch × m rows of dv) as outputs of call, or
+ * as inputs when `output` is 0. names: static strings for acc, max, sum and the state itself
+ * (the ranges keep pointers to them). */
+nwattn_status nw_check_state(nw_call *call, const char *const names[4],
+                             const nwattn_pool_state *state, size_t m, size_t dv, int output);
 
 #endif /* NWATTN_CHECKS_H */

@@ -31,6 +31,7 @@ nwattn_status nwattn_context_create_with_allocator(nwattn_context **out,
     memset(ctx, 0, sizeof *ctx);
     ctx->allocator = *allocator;
     ctx->backend = NWATTN_BACKEND_AUTO;
+    ctx->threads = 1;
     *out = ctx;
     return NWATTN_OK;
 }
@@ -49,6 +50,7 @@ nwattn_status nwattn_context_set_backend(nwattn_context *ctx, nwattn_backend bac
     case NWATTN_BACKEND_AUTO:
     case NWATTN_BACKEND_REFERENCE:
     case NWATTN_BACKEND_BLAS:
+    case NWATTN_BACKEND_FUSED:
         ctx->backend = backend;
         return NWATTN_OK;
     }
@@ -58,6 +60,17 @@ nwattn_status nwattn_context_set_backend(nwattn_context *ctx, nwattn_backend bac
 nwattn_backend nwattn_context_get_backend(const nwattn_context *ctx) {
     return ctx ? ctx->backend : NWATTN_BACKEND_AUTO;
 }
+
+nwattn_status nwattn_context_set_threads(nwattn_context *ctx, size_t threads) {
+    NW_TRY(nw_begin(ctx));
+    if (threads == 0 || threads > NWATTN_MAX_THREADS)
+        return nw_fail(ctx, NWATTN_ERR_BAD_PARAMETER, "threads is %zu, not in 1 .. %d", threads,
+                       NWATTN_MAX_THREADS);
+    ctx->threads = threads;
+    return NWATTN_OK;
+}
+
+size_t nwattn_context_get_threads(const nwattn_context *ctx) { return ctx ? ctx->threads : 1; }
 
 size_t nwattn_context_workspace_bytes(const nwattn_context *ctx) {
     return ctx ? ctx->workspace_bytes : 0;

@@ -12,6 +12,7 @@
 struct nwattn_context {
     nwattn_allocator allocator;
     nwattn_backend backend;
+    size_t threads; /* workers of the fused path, >= 1 */
     void *workspace; /* grown on demand, kept across calls */
     size_t workspace_bytes;
     char errmsg[NW_ERRMSG_BYTES];
@@ -64,6 +65,10 @@ typedef struct nw_mask {
     const unsigned char *keep;
     size_t ld_keep, stride_keep;
     size_t m; /* rows per item: indexes per-row valid lengths */
+    /* Key 0 of the call is key key_offset of the whole problem (partial states over a shard):
+     * causal, valid lengths and leave-one-out count in whole-problem keys, additive and keep
+     * columns are the shard's. 0 everywhere else. */
+    size_t key_offset;
 } nw_mask;
 
 /* ---- Kernels ----------------------------------------------------------------------------- */
@@ -78,6 +83,8 @@ typedef struct nw_score {
     float bandwidth;
     const float *bandwidths;
 } nw_score;
+
+struct nw_pool_args; /* pool.h */
 
 /* One backend: every primitive the dispatch layer composes. Kernels get validated arguments
  * and never fail; the memory they need is sized by *_workspace and handed in.
@@ -107,10 +114,21 @@ typedef struct nw_kernels {
                 const float *a, size_t lda, size_t stride_a,
                 const float *b, size_t ldb, size_t stride_b,
                 float *c, size_t ldc, size_t stride_c, void *scratch);
+    /* y = x·w^T + bias for rows×in x (pitch ldx), dense out×in w, bias NULL or out floats,
+     * rows×out y (pitch ldy): the projections of attention layers. */
+    void (*linear)(size_t rows, size_t out, size_t in, const float *x, size_t ldx,
+                   const float *w, const float *bias, float *y, size_t ldy);
+    /* The whole pooling of nw_pool_args (pool.h) with `threads` workers: bytes of scratch,
+     * then the run. `pool` writes outputs (o, weights, lse), `partial` writes states. */
+    size_t (*pool_workspace)(const struct nw_pool_args *args, size_t threads);
+    void (*pool)(const struct nw_pool_args *args, void *scratch, size_t threads);
+    size_t (*partial_workspace)(const struct nw_pool_args *args, size_t threads);
+    void (*partial)(const struct nw_pool_args *args, void *scratch, size_t threads);
 } nw_kernels;
 
 extern const nw_kernels nw_reference_kernels;
 extern const nw_kernels nw_blas_kernels;
+extern const nw_kernels nw_fused_kernels;
 
 /* Largest value a BLAS integer argument (dimension, leading dimension, increment) may take. */
 #define NW_BLAS_INT_MAX 2147483647u
@@ -119,5 +137,21 @@ extern const nw_kernels nw_blas_kernels;
  * dimension and stride handed to the BLAS fits its integer: AUTO falls back to the reference,
  * BLAS refuses with NWATTN_ERR_TOO_LARGE. */
 nwattn_status nw_select_kernels(nwattn_context *ctx, int blas_ok, const nw_kernels **out);
+
+/* The same for a pooling: AUTO also chooses between the unfused (BLAS) and the fused kernels
+ * by shape. `n_ok` says whether n fits the BLAS integer (the unfused path's score blocks have
+ * leading dimension n). */
+nwattn_status nw_select_pool_kernels(nwattn_context *ctx, int blas_ok, int n_ok,
+                                     const struct nw_pool_args *args, const nw_kernels **out);
+
+/* AUTO pools with the fused kernels from this many keys on, for rows (d and dv) at most this
+ * wide (measured: see NWATTN_BACKEND_AUTO in nwattn.h). */
+#define NW_AUTO_FUSED_MIN_KEYS ((size_t)32)
+#define NW_AUTO_FUSED_MAX_WIDTH ((size_t)128)
+
+/* Bytes rounded up to a multiple of 64 (cache line, any object type); SIZE_MAX stays. */
+static inline size_t nw_round_up(size_t bytes) {
+    return bytes > SIZE_MAX - 63 ? SIZE_MAX : (bytes + 63) & ~(size_t)63;
+}
 
 #endif /* NWATTN_INTERNAL_H */

@@ -42,29 +42,43 @@ static inline size_t nw_mask_excluded_key(const nw_mask *mask, size_t i) {
     return (mask != NULL && (mask->flags & NWATTN_MASK_LEAVE_ONE_OUT)) ? i : SIZE_MAX;
 }
 
-/* ---- One row's softmax inputs ------------------------------------------------------------ */
-/* The masks of one row, resolved once. */
-typedef struct nw_row_mask {
-    size_t limit;    /* keys j >= limit are masked */
-    size_t excluded; /* leave-one-out key, or SIZE_MAX */
-    const float *add;
+/* Everything a kernel needs to mask one row: keys j >= limit are masked, and so is key j < limit
+ * when nw_mask_row_drops says so. The additive row (or NULL) is added to the scores. */
+typedef struct nw_mask_row {
+    size_t limit;
+    size_t excluded;
+    const float *additive;
     const unsigned char *keep;
-} nw_row_mask;
+} nw_mask_row;
 
-static inline nw_row_mask nw_row_mask_of(const nw_mask *mask, size_t b, size_t i, size_t n) {
-    nw_row_mask rm = {nw_mask_row_limit(mask, b, i, n), nw_mask_excluded_key(mask, i),
-                      nw_mask_additive_row(mask, b, i), nw_mask_keep_row(mask, b, i)};
-    return rm;
+static inline nw_mask_row nw_mask_row_get(const nw_mask *mask, size_t b, size_t i, size_t n) {
+    nw_mask_row row = {nw_mask_row_limit(mask, b, i, n), nw_mask_excluded_key(mask, i),
+                       nw_mask_additive_row(mask, b, i), nw_mask_keep_row(mask, b, i)};
+    const size_t offset = mask != NULL ? mask->key_offset : 0;
+    if (offset != 0) { /* a shard: limits and the excluded key move to the shard's numbering */
+        size_t limit = nw_mask_row_limit(mask, b, i, offset + n);
+        row.limit = limit > offset ? limit - offset : 0;
+        row.excluded = row.excluded != SIZE_MAX && row.excluded >= offset
+                           ? row.excluded - offset
+                           : SIZE_MAX;
+    }
+    return row;
 }
 
+/* Whether key j < limit is masked by leave-one-out or the keep bytes. */
+static inline int nw_mask_row_drops(const nw_mask_row *row, size_t j) {
+    return j == row->excluded || (row->keep != NULL && row->keep[j] == 0);
+}
+
+/* ---- One row's softmax ----------------------------------------------------------------- */
 /* The value key j brings to the row's softmax, in double: -INFINITY when the key is masked (by
  * position, the keep bytes, an additive -inf or a score of -inf: a masked key's other inputs
  * are never looked at), else scale·s + additive, which may be +inf or NaN. */
-static inline double nw_row_value(const nw_row_mask *rm, double scale, const float *srow,
+static inline double nw_row_value(const nw_mask_row *rm, double scale, const float *srow,
                                   size_t j) {
-    if (j >= rm->limit || j == rm->excluded || (rm->keep != NULL && rm->keep[j] == 0))
+    if (j >= rm->limit || nw_mask_row_drops(rm, j))
         return -INFINITY;
-    const double add = rm->add != NULL ? (double)rm->add[j] : 0.0;
+    const double add = rm->additive != NULL ? (double)rm->additive[j] : 0.0;
     const double s = (double)srow[j];
     if (add == -INFINITY || s == -INFINITY)
         return -INFINITY;
@@ -79,7 +93,7 @@ typedef struct nw_row_scan {
     double max;
 } nw_row_scan;
 
-static inline nw_row_scan nw_row_scan_of(const nw_row_mask *rm, double scale,
+static inline nw_row_scan nw_row_scan_of(const nw_mask_row *rm, double scale,
                                          const float *srow) {
     nw_row_scan rs = {0, 0, 0, -INFINITY};
     for (size_t j = 0; j < rm->limit; j++) {
@@ -103,7 +117,7 @@ static inline nw_row_scan nw_row_scan_of(const nw_row_mask *rm, double scale,
  *   a live NaN          -> live weights NaN, masked weights 0, lse NaN;
  *   c live +inf values  -> weight 1/c on each of them, 0 elsewhere, lse +inf (the limit).
  * w may be s itself: each w[j] is written after s[j] was read. */
-static inline int nw_softmax_special_row(const nw_row_mask *rm, const nw_row_scan *rs,
+static inline int nw_softmax_special_row(const nw_mask_row *rm, const nw_row_scan *rs,
                                          double scale, size_t n, const float *srow,
                                          float *wrow, float *lse) {
     float lse_value;

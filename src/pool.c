@@ -18,61 +18,91 @@ static int rows_identical(const nw_pool_args *a) {
            mk->additive == NULL && mk->keep == NULL;
 }
 
-static void copy_first_row(const nw_pool_args *a, size_t b) {
-    float *o = a->o + b * a->stride_o;
+static void copy_first_row(const nw_pool_args *a, float *o, float *lse) {
     for (size_t i = 1; i < a->m; i++)
         memcpy(o + i * a->ldo, o, a->dv * sizeof(float));
-    if (a->lse != NULL)
+    if (lse != NULL)
         for (size_t i = 1; i < a->m; i++)
-            a->lse[b * a->stride_lse + i] = a->lse[b * a->stride_lse];
+            lse[i] = lse[0];
+}
+
+/* Query rows per block and the floats of the score block (none when scores go straight into
+ * the caller's weights): a block of rows at a time bounds the working memory. */
+static size_t block_rows(const nw_pool_args *a, size_t m_eff, size_t *s_floats) {
+    size_t block = min_size(m_eff, a->n > 0 ? POOL_BLOCK_FLOATS / a->n : m_eff);
+    if (block == 0)
+        block = 1;
+    *s_floats = a->w == NULL ? block * a->n : 0; /* <= max(POOL_BLOCK_FLOATS, n) */
+    return block;
+}
+
+/* Working memory, in this order: the block's row scales (doubles, see nw_kernels), the
+ * kernels' scratch (a multiple of 8 bytes), the block of scores. */
+typedef struct unfused_layout {
+    size_t block, s_floats, scale_bytes, scratch_bytes, total;
+} unfused_layout;
+
+static unfused_layout layout_of(const nw_kernels *self, const nw_pool_args *a) {
+    unfused_layout l;
+    l.block = block_rows(a, rows_identical(a) ? 1 : a->m, &l.s_floats);
+    l.scratch_bytes = self->scores_workspace(&a->score, l.block, a->n, a->d);
+    size_t s_bytes;
+    if (l.scratch_bytes == SIZE_MAX || !nw_mul(l.block, sizeof(double), &l.scale_bytes) ||
+        !nw_mul(l.s_floats, sizeof(float), &s_bytes) ||
+        !nw_add(l.scale_bytes, l.scratch_bytes, &l.total) || !nw_add(l.total, s_bytes, &l.total))
+        l.total = SIZE_MAX;
+    return l;
+}
+
+size_t nw_pool_unfused_workspace(const nw_kernels *self, const nw_pool_args *a) {
+    return layout_of(self, a).total;
+}
+
+void nw_pool_unfused(const nw_kernels *self, const nw_pool_args *a, void *ws) {
+    if (nw_pool_is_empty(a))
+        return;
+    const int identical = rows_identical(a);
+    const size_t m_eff = identical ? 1 : a->m;
+    const unfused_layout l = layout_of(self, a);
+    double *row_scale = ws;
+    void *scratch = (char *)ws + l.scale_bytes;
+    float *s_block = (float *)(void *)((char *)scratch + l.scratch_bytes);
+
+    for (size_t b = 0; b < a->batch; b++)
+        for (size_t h = 0; h < a->heads; h++) {
+            const float *q = NW_ITEM(a, q, b, h);
+            const float *k = NW_ITEM(a, k, b, h);
+            const float *v = NW_ITEM(a, v, b, h);
+            float *o = NW_ITEM(a, o, b, h);
+            float *w = a->w ? NW_ITEM(a, w, b, h) : NULL;
+            float *lse = a->lse ? NW_ITEM(a, lse, b, h) : NULL;
+            for (size_t i0 = 0; i0 < m_eff; i0 += l.block) {
+                size_t rows = min_size(l.block, m_eff - i0);
+                float *s = w ? w + i0 * a->ldw : s_block;
+                size_t lds = w ? a->ldw : (a->n > 0 ? a->n : 1);
+                self->scores(&a->score, rows, a->n, a->d, q + i0 * a->ldq, a->ldq, k, a->ldk, s,
+                             lds, row_scale, scratch);
+                self->softmax(&a->mask, b, i0, rows, a->n, s, lds, row_scale, s, lds,
+                              lse ? lse + i0 : NULL);
+                self->gemm(rows, a->dv, a->n, s, lds, v, a->ldv, o + i0 * a->ldo, a->ldo);
+            }
+            if (identical)
+                copy_first_row(a, o, lse);
+        }
 }
 
 nwattn_status nw_pool_run(nwattn_context *ctx, const nw_kernels *kernels,
                           const nw_pool_args *a) {
-    if (a->batch == 0 || a->m == 0 || (a->dv == 0 && a->w == NULL && a->lse == NULL))
+    if (nw_pool_is_empty(a))
         return NWATTN_OK;
-    const int identical = rows_identical(a);
-    const size_t m_eff = identical ? 1 : a->m;
-
-    /* A block of query rows at a time bounds the working memory. Scores go straight into the
-     * caller's weights if given, else into the workspace. */
-    size_t block = min_size(m_eff, a->n > 0 ? POOL_BLOCK_FLOATS / a->n : m_eff);
-    if (block == 0)
-        block = 1;
-    const size_t s_floats = a->w == NULL ? block * a->n : 0; /* <= max(BLOCK_FLOATS, n) */
-    /* Workspace: the block's row scales (doubles), the kernels' scratch (8-byte multiple),
-     * then the scores block. */
-    const size_t scratch_bytes = kernels->scores_workspace(&a->score, block, a->n, a->d);
-    size_t scale_bytes = 0, s_bytes = 0, total;
-    if (scratch_bytes == SIZE_MAX || !nw_mul(block, sizeof(double), &scale_bytes) ||
-        !nw_mul(s_floats, sizeof(float), &s_bytes) ||
-        !nw_add(scale_bytes, scratch_bytes, &total) || !nw_add(total, s_bytes, &total))
-        total = SIZE_MAX;
+    const int partial = a->state_max != NULL;
+    size_t bytes = partial ? kernels->partial_workspace(a, ctx->threads)
+                           : kernels->pool_workspace(a, ctx->threads);
     void *ws;
-    NW_TRY(nw_workspace(ctx, total, &ws));
-    double *row_scale = ws;
-    void *scratch = (char *)ws + scale_bytes;
-    float *s_block = (float *)(void *)((char *)scratch + scratch_bytes);
-
-    for (size_t b = 0; b < a->batch; b++) {
-        const float *q = a->q + b * a->stride_q;
-        const float *k = a->k + b * a->stride_k;
-        const float *v = a->v + b * a->stride_v;
-        float *o = a->o + b * a->stride_o;
-        float *w = a->w ? a->w + b * a->stride_w : NULL;
-        float *lse = a->lse ? a->lse + b * a->stride_lse : NULL;
-        for (size_t i0 = 0; i0 < m_eff; i0 += block) {
-            size_t rows = min_size(block, m_eff - i0);
-            float *s = w ? w + i0 * a->ldw : s_block;
-            size_t lds = w ? a->ldw : (a->n > 0 ? a->n : 1);
-            kernels->scores(&a->score, rows, a->n, a->d, q + i0 * a->ldq, a->ldq, k, a->ldk, s,
-                            lds, row_scale, scratch);
-            kernels->softmax(&a->mask, b, i0, rows, a->n, s, lds, row_scale, s, lds,
-                             lse ? lse + i0 : NULL);
-            kernels->gemm(rows, a->dv, a->n, s, lds, v, a->ldv, o + i0 * a->ldo, a->ldo);
-        }
-        if (identical)
-            copy_first_row(a, b);
-    }
+    NW_TRY(nw_workspace(ctx, bytes, &ws));
+    if (partial)
+        kernels->partial(a, ws, ctx->threads);
+    else
+        kernels->pool(a, ws, ctx->threads);
     return NWATTN_OK;
 }

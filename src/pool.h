@@ -1,30 +1,51 @@
-/* The pooling driver shared by nwattn_pool and nwattn_average_pool: scores, masked softmax and
- * weighted sum, a block of query rows at a time. */
+/* The pooling drivers' shared arguments, and the unfused driver used by nwattn_pool,
+ * nwattn_average_pool and nwattn_attention: scores, masked softmax and weighted sum, a block of
+ * query rows at a time. */
 #ifndef NWATTN_POOL_H
 #define NWATTN_POOL_H
 
 #include "internal.h"
 
-/* Validated arguments of one pooling call (see nwattn_pool). */
+/* Validated arguments of one pooling. The problem has batch × heads items; operand X of item
+ * (b, h) starts at x + b·stride_x + h·hstride_x (heads == 1 and hstride 0 outside multi-head
+ * attention). The mask depends on b only: all heads of an item share it. */
 typedef struct nw_pool_args {
     nw_score score;
     nw_mask mask;
-    size_t batch, m, n, d, dv;
+    size_t batch, heads, m, n, d, dv;
     const float *q;
-    size_t ldq, stride_q;
+    size_t ldq, stride_q, hstride_q;
     const float *k;
-    size_t ldk, stride_k;
+    size_t ldk, stride_k, hstride_k;
     const float *v;
-    size_t ldv, stride_v;
-    float *o;
-    size_t ldo, stride_o;
-    float *w; /* optional */
-    size_t ldw, stride_w;
-    float *lse; /* optional */
-    size_t stride_lse;
+    size_t ldv, stride_v, hstride_v;
+    float *o; /* the output, or a partial state's accumulator */
+    size_t ldo, stride_o, hstride_o;
+    float *w; /* optional weights */
+    size_t ldw, stride_w, hstride_w;
+    float *lse; /* optional log-sum-exp, [b·stride_lse + h·hstride_lse + i] */
+    size_t stride_lse, hstride_lse;
+    /* Partial states only: row maxima and sums, laid out like lse. */
+    float *state_max, *state_sum;
+    size_t stride_stats, hstride_stats;
 } nw_pool_args;
 
-/* Runs the pooling; fails only if working memory cannot be had (outputs then untouched). */
+/* Operand pointers of item (b, h). */
+#define NW_ITEM(a, x, b, h) ((a)->x + (b) * (a)->stride_##x + (h) * (a)->hstride_##x)
+
+/* Whether the pooling has anything to write. */
+static inline int nw_pool_is_empty(const nw_pool_args *a) {
+    return a->batch == 0 || a->heads == 0 || a->m == 0 ||
+           (a->dv == 0 && a->w == NULL && a->lse == NULL && a->state_max == NULL);
+}
+
+/* The unfused driver, the `pool` entry of the reference and BLAS kernel tables. `self` is the
+ * table whose scores, softmax and gemm it composes. Runs on the calling thread. */
+size_t nw_pool_unfused_workspace(const nw_kernels *self, const nw_pool_args *args);
+void nw_pool_unfused(const nw_kernels *self, const nw_pool_args *args, void *scratch);
+
+/* Checks nothing: acquires the kernels' working memory from ctx and runs kernels->pool (or
+ * ->partial when args->state_max is set). Fails only if the memory cannot be had. */
 nwattn_status nw_pool_run(nwattn_context *ctx, const nw_kernels *kernels,
                           const nw_pool_args *args);
 

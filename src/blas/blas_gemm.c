@@ -87,6 +87,15 @@ void nw_blas_gemm(size_t m, size_t n, size_t k, const float *a, size_t lda, cons
     }
 }
 
+void nw_blas_linear(size_t rows, size_t out, size_t in, const float *x, size_t ldx,
+                    const float *w, const float *bias, float *y, size_t ldy) {
+    if (bias != NULL) /* the bias rows, then beta = 1 adds the product */
+        for (size_t i = 0; i < rows; i++)
+            for (size_t o = 0; o < out; o++)
+                y[i * ldy + o] = bias[o];
+    nw_blas_sgemm(1, rows, out, in, 1.0f, x, ldx, w, in, bias ? 1.0f : 0.0f, y, ldy);
+}
+
 #if NWATTN_USE_SGEMM_BATCH
 /* Items per cblas_sgemm_batch call: bounds the pointer arrays kept in the workspace. */
 #define BATCH_CHUNK ((size_t)4096)
@@ -105,7 +114,7 @@ static void bmm_batch_api(size_t batch, size_t m, size_t n, size_t k, const floa
                           size_t lda, size_t stride_a, const float *b, size_t ldb,
                           size_t stride_b, float *c, size_t ldc, size_t stride_c,
                           void *scratch) {
-    /* Three arrays of `chunk` pointers: the workspace holds 3 · min(batch, BATCH_CHUNK). */
+    /* Three arrays of `chunk` pointers: the size nw_blas_bmm_workspace(batch) provides. */
     const size_t chunk = min_size(batch, BATCH_CHUNK);
     void **slots = scratch;
     const float **a_array = (const float **)(void *)slots;

@@ -7,7 +7,7 @@
 
 static void softmax_row(const nw_mask *mask, size_t b, size_t i, size_t n, double scale,
                         const float *srow, float *wrow, float *lse) {
-    const nw_row_mask rm = nw_row_mask_of(mask, b, i, n);
+    const nw_mask_row rm = nw_mask_row_get(mask, b, i, n);
     const nw_row_scan rs = nw_row_scan_of(&rm, scale, srow);
     if (nw_softmax_special_row(&rm, &rs, scale, n, srow, wrow, lse))
         return;

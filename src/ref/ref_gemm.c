@@ -12,6 +12,17 @@ void nw_ref_gemm(size_t m, size_t n, size_t k, const float *a, size_t lda, const
         }
 }
 
+void nw_ref_linear(size_t rows, size_t out, size_t in, const float *x, size_t ldx,
+                   const float *w, const float *bias, float *y, size_t ldy) {
+    for (size_t i = 0; i < rows; i++)
+        for (size_t o = 0; o < out; o++) {
+            double sum = bias ? (double)bias[o] : 0.0;
+            for (size_t p = 0; p < in; p++)
+                sum += (double)x[i * ldx + p] * (double)w[o * in + p];
+            y[i * ldy + o] = (float)sum;
+        }
+}
+
 size_t nw_ref_bmm_workspace(size_t batch) {
     (void)batch;
     return 0;

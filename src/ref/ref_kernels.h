@@ -16,9 +16,16 @@ void nw_ref_softmax(const nw_mask *mask, size_t b, size_t i0, size_t rows, size_
                     float *lse);
 void nw_ref_gemm(size_t m, size_t n, size_t k, const float *a, size_t lda, const float *b,
                  size_t ldb, float *c, size_t ldc);
+void nw_ref_linear(size_t rows, size_t out, size_t in, const float *x, size_t ldx,
+                   const float *w, const float *bias, float *y, size_t ldy);
 size_t nw_ref_bmm_workspace(size_t batch);
 void nw_ref_bmm(size_t batch, size_t m, size_t n, size_t k, const float *a, size_t lda,
                 size_t stride_a, const float *b, size_t ldb, size_t stride_b, float *c,
                 size_t ldc, size_t stride_c, void *scratch);
+
+/* Partial states (see nw_pool_args) straight from the definition: per row the largest masked
+ * score, the sum of exp(s - max) and the sum of exp(s - max)·v, all in double. */
+size_t nw_ref_partial_workspace(const struct nw_pool_args *args, size_t threads);
+void nw_ref_partial(const struct nw_pool_args *args, void *scratch, size_t threads);
 
 #endif /* NWATTN_REF_KERNELS_H */

@@ -2,9 +2,10 @@
  * the input picks a function, its dimensions, layouts, optional operands, score, mask and data
  * (moderate values, or raw float bits: NaN, Inf, denormals, huge), and one of four modes:
  *
- *   valid      REFERENCE and BLAS must return the same status; on success neither may write
- *              outside its output elements, and with moderate data and parameters they must
- *              agree within the documented accuracy (the table's `agree` functions);
+ *   valid      REFERENCE, BLAS, FUSED (with 1 to 3 workers) and AUTO must return the same
+ *              status; on success none may write outside its output elements, and with moderate
+ *              data and parameters each must agree with REFERENCE within the documented
+ *              accuracy (the table's `agree` functions);
  *   raw params the same with the score's scale and bandwidth taken as raw float bits (often
  *              invalid: then both must fail alike and leave every buffer untouched);
  *   bad input  a class and variant of the bad-input matrix (at_bad.c) applied to the case: the
@@ -22,19 +23,18 @@
 
 #include "api_table.h"
 
-static nwattn_context *ctx[2]; /* REFERENCE, BLAS: workspaces persist across inputs */
-static at_alloc_stats stats[2];
+static nwattn_context *ctx[AT_BACKENDS]; /* workspaces persist across inputs */
+static at_alloc_stats stats[AT_BACKENDS];
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
     (void)argc, (void)argv;
-    static const nwattn_backend backends[2] = {NWATTN_BACKEND_REFERENCE, NWATTN_BACKEND_BLAS};
-    for (int b = 0; b < 2; b++) {
+    for (int b = 0; b < AT_BACKENDS; b++) {
         nwattn_allocator a = at_counting_allocator(&stats[b]);
         if (nwattn_context_create_with_allocator(&ctx[b], &a) != NWATTN_OK ||
-            nwattn_context_set_backend(ctx[b], backends[b]) != NWATTN_OK)
+            nwattn_context_set_backend(ctx[b], at_backends[b]) != NWATTN_OK)
             __builtin_trap();
     }
     return 0;
@@ -54,27 +54,35 @@ static float raw_float(at_src *src) {
     return x;
 }
 
-static void run_valid(at_case *ref, int compare) {
-    at_case blas;
-    at_case_clone(&blas, ref, 1);
+static void run_valid(at_case *ref, int compare, size_t threads) {
+    nwattn_context_set_threads(ctx[AT_B_FUSED], threads);
     at_case_snapshot(ref);
-    at_case_snapshot(&blas);
-    const nwattn_status sr = at_case_invoke(ctx[0], ref);
-    const nwattn_status sb = at_case_invoke(ctx[1], &blas);
-    if (sr != sb)
-        fprintf(stderr, "REFERENCE: %s\nBLAS: %s\n", nwattn_context_last_error(ctx[0]),
-                nwattn_context_last_error(ctx[1]));
-    check(sr == sb, "backends disagree on the status");
-    if (sr == NWATTN_OK) {
+    const nwattn_status sr = at_case_invoke(ctx[AT_B_REF], ref);
+    if (sr == NWATTN_OK)
         check(at_case_writes_confined(ref, "REFERENCE"), "REFERENCE wrote outside its outputs");
-        check(at_case_writes_confined(&blas, "BLAS"), "BLAS wrote outside its outputs");
-        if (compare && ref->fn->agree != NULL)
-            check(ref->fn->agree(ref, &blas), "BLAS and REFERENCE disagree beyond the bound");
-    } else {
+    else
         check(at_case_unchanged(ref, "REFERENCE"), "REFERENCE failed but wrote");
-        check(at_case_unchanged(&blas, "BLAS"), "BLAS failed but wrote");
+    for (int b = AT_B_REF + 1; b < AT_BACKENDS; b++) {
+        at_case fast;
+        at_case_clone(&fast, ref, 1);
+        at_case_snapshot(&fast);
+        const nwattn_status sf = at_case_invoke(ctx[b], &fast);
+        if (sf != sr)
+            fprintf(stderr, "REFERENCE: %s\n%s: %s\n", nwattn_context_last_error(ctx[AT_B_REF]),
+                    at_backend_names[b], nwattn_context_last_error(ctx[b]));
+        check(sf == sr, "backends disagree on the status");
+        if (sf == NWATTN_OK) {
+            check(at_case_writes_confined(&fast, at_backend_names[b]), "wrote outside its outputs");
+            if (compare && ref->fn->agree != NULL) {
+                if (!ref->fn->agree(ref, &fast))
+                    fprintf(stderr, "backend %s\n", at_backend_names[b]);
+                check(ref->fn->agree(ref, &fast), "a backend disagrees with REFERENCE");
+            }
+        } else {
+            check(at_case_unchanged(&fast, at_backend_names[b]), "failed but wrote");
+        }
+        at_case_free(&fast);
     }
-    at_case_free(&blas);
 }
 
 static void run_bad(at_case *c, at_src *src) {
@@ -85,12 +93,12 @@ static void run_bad(at_case *c, at_src *src) {
         return;
     if (getenv("NWATTN_FUZZ_VERBOSE") != NULL)
         fprintf(stderr, "%s: %s: %s\n", c->fn->name, at_bad_class_name(k), bad.label);
-    for (int b = 0; b < 2; b++)
+    for (int b = 0; b < AT_BACKENDS; b++)
         check(at_bad_check(ctx[b], b, &stats[b], c, &bad), bad.label);
 }
 
 static void run_no_memory(at_case *c, at_src *src) {
-    const int b = (int)at_src_below(src, 2);
+    const int b = (int)at_src_below(src, AT_BACKENDS);
     nwattn_context_release_workspace(ctx[b]); /* so that the call has to allocate */
     at_case_snapshot(c);
     stats[b].budget = (long)at_src_below(src, 3);
@@ -111,6 +119,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     at_src_bytes(&src, data, size);
     const at_fn *fn = &at_functions[at_src_below(&src, (size_t)at_function_count)];
     const int mode = (int)at_src_below(&src, 4);
+    const size_t threads = 1 + at_src_below(&src, 3);
     at_config cfg;
     at_config_random(fn, &src, &cfg);
     int moderate = cfg.data == AT_DATA_MODERATE;
@@ -134,7 +143,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     switch (mode) {
     case 0:
     case 1:
-        run_valid(&c, moderate);
+        run_valid(&c, moderate, threads);
         break;
     case 2:
         run_bad(&c, &src);

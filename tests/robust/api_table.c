@@ -20,6 +20,7 @@
  * operand a `shape` function, as mask.valid_lens has. */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "api_table.h"
 
@@ -30,7 +31,15 @@
 #define SCORE(c) ((c)->score_null ? NULL : &(c)->score)
 #define MASK(c) ((c)->mask_null ? NULL : &(c)->mask)
 
+/* Dimensions: name, the two base sizes, the largest random size, what 0 means. DIM_FACTOR
+ * sizes no operand by itself (the overflow class skips it); DIM_OFFSET is added to dimension
+ * `of` (the offset-overflow class sets it to SIZE_MAX). */
+#define DIM(name, b0, b1, max, zero) {name, {b0, b1}, max, zero, 0, -1}
+#define DIM_FACTOR(name, b0, b1, max, zero) {name, {b0, b1}, max, zero, 1, -1}
+#define DIM_OFFSET(name, b0, b1, max, of) {name, {b0, b1}, max, AT_ZERO_DEFINED, 1, of}
+
 #define EXT(a) {a, AT_ONE}
+#define EXT2(a, b) {a, b}
 #define ONE {AT_ONE, AT_ONE}
 #define MAT (AT_HAS_LD | AT_HAS_STRIDE)
 
@@ -55,12 +64,29 @@ static int close_to(const at_case *c, int op, size_t b, size_t i, size_t j, floa
     return 0;
 }
 
-static size_t items_of(const at_case *c) { return c->dim[c->fn->batch_dim]; }
+static size_t items_of(const at_case *c) {
+    return c->fn->batch_dim >= 0 ? c->dim[c->fn->batch_dim] : 1;
+}
+
+/* The mean of item b's n key rows (operand k), which the BLAS scores centre on; d doubles,
+ * to free. */
+static double *key_centre(const at_case *c, int k, size_t n, size_t b) {
+    const size_t d = c->dim[c->fn->score_dim];
+    double *centre = calloc(d > 0 ? d : 1, sizeof *centre);
+    if (centre == NULL)
+        abort();
+    for (size_t l = 0; l < d; l++) {
+        for (size_t t = 0; t < n; t++)
+            centre[l] += (double)get(c, k, b, t, l);
+        centre[l] /= n > 0 ? (double)n : 1.0;
+    }
+    return centre;
+}
 
 /* The documented BLAS score error (nwattn.h "Accuracy") for query i, key j of item b, with
- * operands q and k (n keys), times a safety factor of 4. */
-static double score_error(const at_case *c, int q, int k, size_t n, size_t b, size_t i,
-                          size_t j) {
+ * operands q and k, times a safety factor of 4. */
+static double score_error(const at_case *c, int q, int k, const double *centre, size_t b,
+                          size_t i, size_t j) {
     const size_t d = c->dim[c->fn->score_dim];
     if (c->score.kind == NWATTN_SCORE_DOT) {
         double sum = 0.0;
@@ -70,13 +96,9 @@ static double score_error(const at_case *c, int q, int k, size_t n, size_t b, si
     }
     double qn = 0.0, kn = 0.0, dist2 = 0.0;
     for (size_t l = 0; l < d; l++) {
-        double centre = 0.0;
-        for (size_t t = 0; t < n; t++)
-            centre += (double)get(c, k, b, t, l);
-        centre /= (double)n;
         double h = c->score.bandwidths ? (double)c->score.bandwidths[l] : (double)c->score.bandwidth;
-        double qp = ((double)get(c, q, b, i, l) - centre) / h;
-        double kp = ((double)get(c, k, b, j, l) - centre) / h;
+        double qp = ((double)get(c, q, b, i, l) - centre[l]) / h;
+        double kp = ((double)get(c, k, b, j, l) - centre[l]) / h;
         qn += qp * qp;
         kn += kp * kp;
         dist2 += (qp - kp) * (qp - kp);
@@ -85,6 +107,23 @@ static double score_error(const at_case *c, int q, int k, size_t n, size_t b, si
     if (c->score.kind == NWATTN_SCORE_GAUSSIAN)
         return 0.5 * e2 + 4.0 * u * 0.5 * dist2;
     return fmin(sqrt(e2), e2 / fmax(sqrt(dist2), 1e-300)) + 4.0 * u * sqrt(dist2);
+}
+
+/* Row i's largest score error and largest |value| (operand v, dv columns). */
+static void row_bounds(const at_case *c, int q, int k, int v, size_t n, size_t dv, size_t b,
+                       size_t i, const double *centre, double *e, double *vmax) {
+    *e = 0.0;
+    *vmax = 0.0;
+    for (size_t j = 0; j < n; j++) {
+        *e = fmax(*e, score_error(c, q, k, centre, b, i, j));
+        for (size_t l = 0; l < dv; l++)
+            *vmax = fmax(*vmax, fabs((double)get(c, v, b, j, l)));
+    }
+}
+
+/* Every output element bit for bit: functions with one implementation for all backends. */
+static int agree_identical(const at_case *r, const at_case *x) {
+    return at_case_outputs_identical(x, r, r->fn->name);
 }
 
 /* ---- nwattn_scores -------------------------------------------------------------------------- */
@@ -98,15 +137,19 @@ static nwattn_status invoke_scores(nwattn_context *ctx, const at_case *c) {
 }
 
 static int agree_scores(const at_case *r, const at_case *x) {
-    for (size_t b = 0; b < items_of(r); b++)
-        for (size_t i = 0; i < r->dim[SC_M]; i++)
-            for (size_t j = 0; j < r->dim[SC_N]; j++) {
+    int ok = 1;
+    for (size_t b = 0; b < items_of(r) && ok; b++) {
+        double *centre = key_centre(r, SC_K, r->dim[SC_N], b);
+        for (size_t i = 0; i < r->dim[SC_M] && ok; i++)
+            for (size_t j = 0; j < r->dim[SC_N] && ok; j++) {
                 float want = get(r, SC_S, b, i, j);
-                double tol = score_error(r, SC_Q, SC_K, r->dim[SC_N], b, i, j) + 4.0 * u * fabs((double)want);
-                if (!close_to(r, SC_S, b, i, j, get(x, SC_S, b, i, j), want, tol))
-                    return 0;
+                double tol = score_error(r, SC_Q, SC_K, centre, b, i, j) +
+                             4.0 * u * fabs((double)want);
+                ok = close_to(r, SC_S, b, i, j, get(x, SC_S, b, i, j), want, tol);
             }
-    return 1;
+        free(centre);
+    }
+    return ok;
 }
 
 /* ---- nwattn_softmax ------------------------------------------------------------------------- */
@@ -176,38 +219,48 @@ static nwattn_status invoke_pool(nwattn_context *ctx, const at_case *c) {
                        ST(c, PL_LSE));
 }
 
-/* A score error e moves each weight by a factor within exp(±2e); the output moves by that times
- * the values, plus the rounding of the weighted sum. */
+/* One pooled row: a score error e moves each weight by a factor within exp(±2e), the output by
+ * that times the values plus the rounding of the weighted sum, lse by e. */
+static int pooled_row_agrees(const at_case *r, int op_o, int op_lse, size_t b, size_t i,
+                             const float *got_o, const float *want_o, float got_lse,
+                             float want_lse, size_t n, size_t dv, double e, double vmax) {
+    const double rel = expm1(2.0 * e) + 16.0 * u;
+    for (size_t l = 0; l < dv; l++)
+        if (!close_to(r, op_o, b, i, l, got_o[l], want_o[l],
+                      (rel + (double)(n + 8) * u) * vmax + 1e-30))
+            return 0;
+    return op_lse < 0 || close_to(r, op_lse, b, 0, i, got_lse, want_lse,
+                                  e + 8.0 * u * fabs((double)want_lse) + 1e-6);
+}
+
 static int agree_pool(const at_case *r, const at_case *x) {
     const size_t n = r->dim[PL_N], dv = r->dim[PL_DV];
-    for (size_t b = 0; b < items_of(r); b++)
-        for (size_t i = 0; i < r->dim[PL_M]; i++) {
-            double e = 0.0, vmax = 0.0;
-            for (size_t j = 0; j < n; j++)
-                e = fmax(e, score_error(r, PL_Q, PL_K, n, b, i, j));
-            for (size_t j = 0; j < n; j++)
-                for (size_t l = 0; l < dv; l++)
-                    vmax = fmax(vmax, fabs((double)get(r, PL_V, b, j, l)));
+    int ok = 1;
+    for (size_t b = 0; b < items_of(r) && ok; b++) {
+        double *centre = key_centre(r, PL_K, n, b);
+        for (size_t i = 0; i < r->dim[PL_M] && ok; i++) {
+            double e, vmax;
+            row_bounds(r, PL_Q, PL_K, PL_V, n, dv, b, i, centre, &e, &vmax);
             const double rel = expm1(2.0 * e) + 16.0 * u;
-            if (r->buf[PL_W].data != NULL)
-                for (size_t j = 0; j < n; j++) {
-                    float want = get(r, PL_W, b, i, j);
-                    if (!close_to(r, PL_W, b, i, j, get(x, PL_W, b, i, j), want,
-                                  rel * fabs((double)want) + 1e-12))
-                        return 0;
-                }
-            for (size_t l = 0; l < dv; l++)
-                if (!close_to(r, PL_O, b, i, l, get(x, PL_O, b, i, l), get(r, PL_O, b, i, l),
-                              (rel + (double)(n + 8) * u) * vmax + 1e-30))
-                    return 0;
-            if (r->buf[PL_LSE].data != NULL) {
-                float want = get(r, PL_LSE, b, 0, i);
-                if (!close_to(r, PL_LSE, b, 0, i, get(x, PL_LSE, b, 0, i), want,
-                              e + 8.0 * u * fabs((double)want) + 1e-6))
-                    return 0;
+            for (size_t j = 0; r->buf[PL_W].data != NULL && j < n && ok; j++) {
+                float want = get(r, PL_W, b, i, j);
+                ok = close_to(r, PL_W, b, i, j, get(x, PL_W, b, i, j), want,
+                              rel * fabs((double)want) + 1e-12);
             }
+            float got_o[256], want_o[256]; /* dv <= the table's max */
+            for (size_t l = 0; l < dv; l++) {
+                got_o[l] = get(x, PL_O, b, i, l);
+                want_o[l] = get(r, PL_O, b, i, l);
+            }
+            const int has_lse = r->buf[PL_LSE].data != NULL;
+            ok = ok && pooled_row_agrees(r, PL_O, has_lse ? PL_LSE : -1, b, i, got_o, want_o,
+                                         has_lse ? get(x, PL_LSE, b, 0, i) : 0.0f,
+                                         has_lse ? get(r, PL_LSE, b, 0, i) : 0.0f, n, dv, e,
+                                         vmax);
         }
-    return 1;
+        free(centre);
+    }
+    return ok;
 }
 
 /* ---- nwattn_average_pool -------------------------------------------------------------------- */
@@ -236,15 +289,133 @@ static int agree_average(const at_case *r, const at_case *x) {
     return 1;
 }
 
+/* ---- nwattn_pool_partial -------------------------------------------------------------------- */
+enum { PP_BATCH, PP_M, PP_N, PP_D, PP_DV, PP_OFFSET };
+enum { PP_Q, PP_K, PP_V, PP_ACC, PP_MAX, PP_SUM };
+
+static nwattn_status invoke_partial(nwattn_context *ctx, const at_case *c) {
+    const nwattn_pool_state state = {F(c, PP_ACC), LD(c, PP_ACC), ST(c, PP_ACC), F(c, PP_MAX),
+                                     F(c, PP_SUM), ST(c, PP_MAX)};
+    return nwattn_pool_partial(ctx, SCORE(c), MASK(c), D(c, PP_BATCH), D(c, PP_M), D(c, PP_N),
+                               D(c, PP_D), D(c, PP_DV), D(c, PP_OFFSET), F(c, PP_Q), LD(c, PP_Q),
+                               ST(c, PP_Q), F(c, PP_K), LD(c, PP_K), ST(c, PP_K), F(c, PP_V),
+                               LD(c, PP_V), ST(c, PP_V), (c->null_structs & 1u) ? NULL : &state);
+}
+
+/* A state finished as nwattn_pool_state_finish does: O = acc / sum, lse = max + log(sum). */
+static float finish_state(const at_case *c, size_t b, size_t i, size_t dv, float *o) {
+    const double sum = (double)get(c, PP_SUM, b, 0, i);
+    for (size_t l = 0; l < dv; l++)
+        o[l] = sum == 0.0 ? 0.0f : (float)((double)get(c, PP_ACC, b, i, l) / sum);
+    return sum == 0.0 ? -INFINITY : (float)((double)get(c, PP_MAX, b, 0, i) + log(sum));
+}
+
+/* States differ in their shifts; the pooling they finish to is compared, as for nwattn_pool. */
+static int agree_partial(const at_case *r, const at_case *x) {
+    const size_t n = r->dim[PP_N], dv = r->dim[PP_DV];
+    int ok = 1;
+    for (size_t b = 0; b < items_of(r) && ok; b++) {
+        double *centre = key_centre(r, PP_K, n, b);
+        for (size_t i = 0; i < r->dim[PP_M] && ok; i++) {
+            double e, vmax;
+            row_bounds(r, PP_Q, PP_K, PP_V, n, dv, b, i, centre, &e, &vmax);
+            float got_o[256], want_o[256];
+            const float got_lse = finish_state(x, b, i, dv, got_o);
+            const float want_lse = finish_state(r, b, i, dv, want_o);
+            ok = pooled_row_agrees(r, PP_ACC, PP_MAX, b, i, got_o, want_o, got_lse, want_lse, n,
+                                   dv, e, vmax);
+        }
+        free(centre);
+    }
+    return ok;
+}
+
+/* ---- nwattn_pool_state_merge and _finish ---------------------------------------------------- */
+enum { ST_BATCH, ST_M, ST_DV };
+enum { MG_INTO_ACC, MG_INTO_MAX, MG_INTO_SUM, MG_FROM_ACC, MG_FROM_MAX, MG_FROM_SUM };
+
+static nwattn_status invoke_merge(nwattn_context *ctx, const at_case *c) {
+    const nwattn_pool_state into = {F(c, MG_INTO_ACC), LD(c, MG_INTO_ACC), ST(c, MG_INTO_ACC),
+                                    F(c, MG_INTO_MAX), F(c, MG_INTO_SUM), ST(c, MG_INTO_MAX)};
+    const nwattn_pool_state from = {F(c, MG_FROM_ACC), LD(c, MG_FROM_ACC), ST(c, MG_FROM_ACC),
+                                    F(c, MG_FROM_MAX), F(c, MG_FROM_SUM), ST(c, MG_FROM_MAX)};
+    return nwattn_pool_state_merge(ctx, D(c, ST_BATCH), D(c, ST_M), D(c, ST_DV),
+                                   (c->null_structs & 1u) ? NULL : &into,
+                                   (c->null_structs & 2u) ? NULL : &from);
+}
+
+enum { FN_ACC, FN_MAX, FN_SUM, FN_O, FN_LSE };
+
+static nwattn_status invoke_finish(nwattn_context *ctx, const at_case *c) {
+    const nwattn_pool_state state = {F(c, FN_ACC), LD(c, FN_ACC), ST(c, FN_ACC), F(c, FN_MAX),
+                                     F(c, FN_SUM), ST(c, FN_MAX)};
+    return nwattn_pool_state_finish(ctx, D(c, ST_BATCH), D(c, ST_M), D(c, ST_DV),
+                                    (c->null_structs & 1u) ? NULL : &state, F(c, FN_O),
+                                    LD(c, FN_O), ST(c, FN_O), F(c, FN_LSE), ST(c, FN_LSE));
+}
+
+/* ---- nwattn_positional_encoding ------------------------------------------------------------ */
+enum { PE_T, PE_D, PE_FIRST };
+
+static nwattn_status invoke_positional(nwattn_context *ctx, const at_case *c) {
+    return nwattn_positional_encoding(ctx, D(c, PE_T), D(c, PE_D), D(c, PE_FIRST), F(c, 0),
+                                      LD(c, 0));
+}
+
+/* ---- nwattn_attention ---------------------------------------------------------------------- */
+enum { AN_BATCH, AN_TQ, AN_TKV, AN_HEADS, AN_DH, AN_DVH, AN_DQIN, AN_DKIN, AN_DVIN, AN_DOUT };
+enum { AN_XQ, AN_XK, AN_XV, AN_WQ, AN_WK, AN_WV, AN_WO, AN_BQ, AN_BK, AN_BV, AN_BO, AN_Y,
+       AN_W };
+
+static size_t sat_mul(size_t a, size_t b) { return a != 0 && b > SIZE_MAX / a ? SIZE_MAX : a * b; }
+
+static nwattn_status invoke_attention(nwattn_context *ctx, const at_case *c) {
+    const nwattn_attention_params p = {
+        .heads = D(c, AN_HEADS),
+        .d_q_in = D(c, AN_DQIN), .d_k_in = D(c, AN_DKIN), .d_v_in = D(c, AN_DVIN),
+        .d_qk = sat_mul(D(c, AN_HEADS), D(c, AN_DH)),
+        .d_v = sat_mul(D(c, AN_HEADS), D(c, AN_DVH)),
+        .d_out = D(c, AN_DOUT),
+        .w_q = F(c, AN_WQ), .w_k = F(c, AN_WK), .w_v = F(c, AN_WV), .w_o = F(c, AN_WO),
+        .b_q = F(c, AN_BQ), .b_k = F(c, AN_BK), .b_v = F(c, AN_BV), .b_o = F(c, AN_BO),
+    };
+    return nwattn_attention(ctx, (c->null_structs & 1u) ? NULL : &p, SCORE(c), MASK(c),
+                            D(c, AN_BATCH), D(c, AN_TQ), D(c, AN_TKV), F(c, AN_XQ), LD(c, AN_XQ),
+                            ST(c, AN_XQ), F(c, AN_XK), LD(c, AN_XK), ST(c, AN_XK), F(c, AN_XV),
+                            LD(c, AN_XV), ST(c, AN_XV), F(c, AN_Y), LD(c, AN_Y), ST(c, AN_Y),
+                            F(c, AN_W), LD(c, AN_W), ST(c, AN_W));
+}
+
+/* Y is d_out wide with an output projection, else the concatenated heads, d_v wide. */
+static void attention_y_shape(const at_case *c, size_t *items, size_t *rows, size_t *cols) {
+    *items = c->dim[AN_BATCH];
+    *rows = c->dim[AN_TQ];
+    *cols = c->buf[AN_WO].data != NULL ? c->dim[AN_DOUT]
+                                       : sat_mul(c->dim[AN_HEADS], c->dim[AN_DVH]);
+}
+
+static int attention_dim_used(const at_case *c, int dim) {
+    return dim != AN_DOUT || c->buf[AN_WO].data != NULL;
+}
+
 /* ---- The table ------------------------------------------------------------------------------ */
+#define NO_SCORE .score_dim = -1
+#define NO_MASK .mask_m_dim = -1, .mask_n_dim = -1
+#define NOT_IN_PLACE .in_place_out = -1, .in_place_in = -1
+#define STATE_OPS(acc, max, sum, role, rows, cols)                                              \
+    {acc, role, AT_F32, AT_FILL_DATA, EXT(ST_BATCH), rows, cols, MAT, NULL},                      \
+    {max, role, AT_F32, AT_FILL_STATE_MAX, EXT(ST_BATCH), ONE, rows, AT_HAS_STRIDE, NULL},        \
+    {sum, role, AT_F32, AT_FILL_STATE_SUM, EXT(ST_BATCH), ONE, rows,                              \
+     AT_HAS_STRIDE | AT_SHARED_STRIDE, NULL}
+
 const at_fn at_functions[] = {
     {
         .name = "nwattn_scores",
         .n_dims = 4,
-        .dims = {{"batch", {3, 2}, 4, AT_ZERO_EMPTY, 0},
-                 {"m", {4, 1}, 9, AT_ZERO_EMPTY, 0},
-                 {"n", {5, 3}, 9, AT_ZERO_EMPTY, 0},
-                 {"d", {3, 2}, 6, AT_ZERO_INVALID, 0}},
+        .dims = {DIM("batch", 3, 2, 4, AT_ZERO_EMPTY),
+                 DIM("m", 4, 1, 9, AT_ZERO_EMPTY),
+                 DIM("n", 5, 3, 40, AT_ZERO_EMPTY),
+                 DIM("d", 3, 2, 40, AT_ZERO_INVALID)},
         .batch_dim = SC_BATCH,
         .n_ops = 3,
         .ops = {{"q", AT_IN, AT_F32, AT_FILL_DATA, EXT(SC_BATCH), EXT(SC_M), EXT(SC_D),
@@ -254,19 +425,17 @@ const at_fn at_functions[] = {
                 {"s", AT_OUT, AT_F32, AT_FILL_DATA, EXT(SC_BATCH), EXT(SC_M), EXT(SC_N),
                  MAT | AT_BLAS, NULL}},
         .score_dim = SC_D,
-        .mask_m_dim = -1,
-        .mask_n_dim = -1,
-        .in_place_out = -1,
-        .in_place_in = -1,
+        NO_MASK,
+        NOT_IN_PLACE,
         .invoke = invoke_scores,
         .agree = agree_scores,
     },
     {
         .name = "nwattn_softmax",
         .n_dims = 3,
-        .dims = {{"batch", {3, 2}, 4, AT_ZERO_EMPTY, 0},
-                 {"m", {4, 1}, 9, AT_ZERO_EMPTY, 0},
-                 {"n", {5, 3}, 12, AT_ZERO_DEFINED, 0}},
+        .dims = {DIM("batch", 3, 2, 4, AT_ZERO_EMPTY),
+                 DIM("m", 4, 1, 9, AT_ZERO_EMPTY),
+                 DIM("n", 5, 3, 40, AT_ZERO_DEFINED)},
         .batch_dim = SM_BATCH,
         .n_ops = 3,
         .ops = {{"s", AT_IN, AT_F32, AT_FILL_DATA, EXT(SM_BATCH), EXT(SM_M), EXT(SM_N), MAT,
@@ -275,7 +444,7 @@ const at_fn at_functions[] = {
                  NULL},
                 {"lse", AT_OUT_OPT, AT_F32, AT_FILL_DATA, EXT(SM_BATCH), ONE, EXT(SM_M),
                  AT_HAS_STRIDE, NULL}},
-        .score_dim = -1,
+        NO_SCORE,
         .mask_m_dim = SM_M,
         .mask_n_dim = SM_N,
         .in_place_out = SM_W,
@@ -286,10 +455,10 @@ const at_fn at_functions[] = {
     {
         .name = "nwattn_bmm",
         .n_dims = 4,
-        .dims = {{"batch", {3, 2}, 4, AT_ZERO_EMPTY, 0},
-                 {"m", {4, 1}, 9, AT_ZERO_EMPTY, 0},
-                 {"n", {2, 3}, 9, AT_ZERO_EMPTY, 0},
-                 {"k", {5, 2}, 9, AT_ZERO_DEFINED, 0}},
+        .dims = {DIM("batch", 3, 2, 4, AT_ZERO_EMPTY),
+                 DIM("m", 4, 1, 9, AT_ZERO_EMPTY),
+                 DIM("n", 2, 3, 9, AT_ZERO_EMPTY),
+                 DIM("k", 5, 2, 40, AT_ZERO_DEFINED)},
         .batch_dim = MM_BATCH,
         .n_ops = 3,
         .ops = {{"a", AT_IN, AT_F32, AT_FILL_DATA, EXT(MM_BATCH), EXT(MM_M), EXT(MM_K),
@@ -298,22 +467,22 @@ const at_fn at_functions[] = {
                  MAT | AT_BLAS, NULL},
                 {"c", AT_OUT, AT_F32, AT_FILL_DATA, EXT(MM_BATCH), EXT(MM_M), EXT(MM_N),
                  MAT | AT_BLAS, NULL}},
-        .score_dim = -1,
-        .mask_m_dim = -1,
-        .mask_n_dim = -1,
-        .in_place_out = -1,
-        .in_place_in = -1,
+        NO_SCORE,
+        NO_MASK,
+        NOT_IN_PLACE,
         .invoke = invoke_bmm,
         .agree = agree_bmm,
     },
     {
         .name = "nwattn_pool",
         .n_dims = 5,
-        .dims = {{"batch", {3, 2}, 4, AT_ZERO_EMPTY, 0},
-                 {"m", {4, 1}, 9, AT_ZERO_EMPTY, 0},
-                 {"n", {5, 3}, 12, AT_ZERO_DEFINED, 0},
-                 {"d", {3, 2}, 6, AT_ZERO_INVALID, 0},
-                 {"dv", {2, 1}, 5, AT_ZERO_DEFINED, 0}},
+        /* n up to 300 and d up to 160: several key tiles of the fused path, and AUTO's choice
+         * between fused (n >= 32) and unfused */
+        .dims = {DIM("batch", 3, 2, 4, AT_ZERO_EMPTY),
+                 DIM("m", 4, 1, 9, AT_ZERO_EMPTY),
+                 DIM("n", 5, 3, 300, AT_ZERO_DEFINED),
+                 DIM("d", 3, 2, 160, AT_ZERO_INVALID),
+                 DIM("dv", 2, 1, 40, AT_ZERO_DEFINED)},
         .batch_dim = PL_BATCH,
         .n_ops = 6,
         .ops = {{"q", AT_IN, AT_F32, AT_FILL_DATA, EXT(PL_BATCH), EXT(PL_M), EXT(PL_D),
@@ -331,31 +500,167 @@ const at_fn at_functions[] = {
         .score_dim = PL_D,
         .mask_m_dim = PL_M,
         .mask_n_dim = PL_N,
-        .in_place_out = -1,
-        .in_place_in = -1,
+        NOT_IN_PLACE,
         .invoke = invoke_pool,
         .agree = agree_pool,
     },
     {
         .name = "nwattn_average_pool",
         .n_dims = 4,
-        .dims = {{"batch", {3, 2}, 4, AT_ZERO_EMPTY, 0},
-                 {"m", {4, 1}, 9, AT_ZERO_EMPTY, 0},
-                 {"n", {5, 3}, 12, AT_ZERO_DEFINED, 0},
-                 {"dv", {2, 3}, 5, AT_ZERO_EMPTY, 0}},
+        .dims = {DIM("batch", 3, 2, 4, AT_ZERO_EMPTY),
+                 DIM("m", 4, 1, 9, AT_ZERO_EMPTY),
+                 DIM("n", 5, 3, 60, AT_ZERO_DEFINED),
+                 DIM("dv", 2, 3, 5, AT_ZERO_EMPTY)},
         .batch_dim = AV_BATCH,
         .n_ops = 2,
         .ops = {{"v", AT_IN, AT_F32, AT_FILL_DATA, EXT(AV_BATCH), EXT(AV_N), EXT(AV_DV),
                  MAT | AT_BLAS, NULL},
                 {"o", AT_OUT, AT_F32, AT_FILL_DATA, EXT(AV_BATCH), EXT(AV_M), EXT(AV_DV),
                  MAT | AT_BLAS, NULL}},
-        .score_dim = -1,
+        NO_SCORE,
         .mask_m_dim = AV_M,
         .mask_n_dim = AV_N,
-        .in_place_out = -1,
-        .in_place_in = -1,
+        NOT_IN_PLACE,
         .invoke = invoke_average,
         .agree = agree_average,
+    },
+    {
+        .name = "nwattn_pool_partial",
+        .n_dims = 6,
+        .dims = {DIM("batch", 3, 2, 4, AT_ZERO_EMPTY),
+                 DIM("m", 4, 1, 9, AT_ZERO_EMPTY),
+                 DIM("n", 5, 3, 300, AT_ZERO_DEFINED),
+                 DIM("d", 3, 2, 160, AT_ZERO_INVALID),
+                 DIM("dv", 2, 1, 40, AT_ZERO_DEFINED),
+                 DIM_OFFSET("key_offset", 2, 0, 6, PP_N)},
+        .batch_dim = PP_BATCH,
+        .n_ops = 6,
+        .ops = {{"q", AT_IN, AT_F32, AT_FILL_DATA, EXT(PP_BATCH), EXT(PP_M), EXT(PP_D),
+                 MAT | AT_BLAS, NULL},
+                {"k", AT_IN, AT_F32, AT_FILL_DATA, EXT(PP_BATCH), EXT(PP_N), EXT(PP_D),
+                 MAT | AT_BLAS, NULL},
+                {"v", AT_IN, AT_F32, AT_FILL_DATA, EXT(PP_BATCH), EXT(PP_N), EXT(PP_DV),
+                 MAT | AT_BLAS, NULL},
+                {"state.acc", AT_OUT, AT_F32, AT_FILL_DATA, EXT(PP_BATCH), EXT(PP_M), EXT(PP_DV),
+                 MAT | AT_BLAS, NULL},
+                {"state.max", AT_OUT, AT_F32, AT_FILL_DATA, EXT(PP_BATCH), ONE, EXT(PP_M),
+                 AT_HAS_STRIDE, NULL},
+                {"state.sum", AT_OUT, AT_F32, AT_FILL_DATA, EXT(PP_BATCH), ONE, EXT(PP_M),
+                 AT_HAS_STRIDE | AT_SHARED_STRIDE, NULL}},
+        .score_dim = PP_D,
+        .mask_m_dim = PP_M,
+        .mask_n_dim = PP_N,
+        .lens_any = 1,
+        .n_structs = 1,
+        .structs = {"state"},
+        NOT_IN_PLACE,
+        .invoke = invoke_partial,
+        .agree = agree_partial,
+    },
+    {
+        .name = "nwattn_pool_state_merge",
+        .n_dims = 3,
+        .dims = {DIM("batch", 3, 2, 4, AT_ZERO_EMPTY),
+                 DIM("m", 4, 1, 9, AT_ZERO_EMPTY),
+                 DIM("dv", 2, 1, 9, AT_ZERO_DEFINED)},
+        .batch_dim = ST_BATCH,
+        .n_ops = 6,
+        .ops = {STATE_OPS("into.acc", "into.max", "into.sum", AT_INOUT, EXT(ST_M), EXT(ST_DV)),
+                STATE_OPS("from.acc", "from.max", "from.sum", AT_IN, EXT(ST_M), EXT(ST_DV))},
+        NO_SCORE,
+        NO_MASK,
+        .n_structs = 2,
+        .structs = {"into", "from"},
+        NOT_IN_PLACE,
+        .invoke = invoke_merge,
+        .agree = agree_identical,
+    },
+    {
+        .name = "nwattn_pool_state_finish",
+        .n_dims = 3,
+        .dims = {DIM("batch", 3, 2, 4, AT_ZERO_EMPTY),
+                 DIM("m", 4, 1, 9, AT_ZERO_EMPTY),
+                 DIM("dv", 2, 1, 9, AT_ZERO_DEFINED)},
+        .batch_dim = ST_BATCH,
+        .n_ops = 5,
+        .ops = {STATE_OPS("state.acc", "state.max", "state.sum", AT_IN, EXT(ST_M), EXT(ST_DV)),
+                {"o", AT_OUT, AT_F32, AT_FILL_DATA, EXT(ST_BATCH), EXT(ST_M), EXT(ST_DV), MAT,
+                 NULL},
+                {"lse", AT_OUT_OPT, AT_F32, AT_FILL_DATA, EXT(ST_BATCH), ONE, EXT(ST_M),
+                 AT_HAS_STRIDE, NULL}},
+        NO_SCORE,
+        NO_MASK,
+        .n_structs = 1,
+        .structs = {"state"},
+        .in_place_out = FN_O,
+        .in_place_in = FN_ACC,
+        .invoke = invoke_finish,
+        .agree = agree_identical,
+    },
+    {
+        .name = "nwattn_positional_encoding",
+        .n_dims = 3,
+        .dims = {DIM("t", 5, 2, 40, AT_ZERO_EMPTY),
+                 DIM("d", 4, 3, 40, AT_ZERO_INVALID),
+                 DIM_OFFSET("first", 3, 0, 1000, PE_T)},
+        .batch_dim = -1,
+        .n_ops = 1,
+        .ops = {{"p", AT_OUT, AT_F32, AT_FILL_DATA, ONE, EXT(PE_T), EXT(PE_D), AT_HAS_LD, NULL}},
+        NO_SCORE,
+        NO_MASK,
+        NOT_IN_PLACE,
+        .invoke = invoke_positional,
+        .agree = agree_identical,
+    },
+    {
+        .name = "nwattn_attention",
+        .n_dims = 10,
+        .dims = {DIM("batch", 2, 2, 3, AT_ZERO_EMPTY),
+                 DIM("t_q", 3, 1, 9, AT_ZERO_EMPTY),
+                 DIM("t_kv", 4, 3, 40, AT_ZERO_DEFINED),
+                 DIM_FACTOR("heads", 2, 1, 4, AT_ZERO_INVALID),
+                 DIM_FACTOR("d_qk/heads", 2, 3, 8, AT_ZERO_INVALID),
+                 DIM_FACTOR("d_v/heads", 2, 1, 8, AT_ZERO_INVALID),
+                 DIM("d_q_in", 3, 2, 12, AT_ZERO_INVALID),
+                 DIM("d_k_in", 2, 2, 12, AT_ZERO_INVALID),
+                 DIM("d_v_in", 3, 1, 12, AT_ZERO_INVALID),
+                 DIM("d_out", 3, 2, 12, AT_ZERO_INVALID)},
+        .batch_dim = AN_BATCH,
+        .n_ops = 13,
+        .ops = {{"x_q", AT_IN, AT_F32, AT_FILL_DATA, EXT(AN_BATCH), EXT(AN_TQ), EXT(AN_DQIN),
+                 MAT | AT_BLAS, NULL},
+                {"x_k", AT_IN, AT_F32, AT_FILL_DATA, EXT(AN_BATCH), EXT(AN_TKV), EXT(AN_DKIN),
+                 MAT | AT_BLAS, NULL},
+                {"x_v", AT_IN, AT_F32, AT_FILL_DATA, EXT(AN_BATCH), EXT(AN_TKV), EXT(AN_DVIN),
+                 MAT | AT_BLAS, NULL},
+                {"params.w_q", AT_IN, AT_F32, AT_FILL_DATA, ONE, EXT2(AN_HEADS, AN_DH),
+                 EXT(AN_DQIN), 0, NULL},
+                {"params.w_k", AT_IN, AT_F32, AT_FILL_DATA, ONE, EXT2(AN_HEADS, AN_DH),
+                 EXT(AN_DKIN), 0, NULL},
+                {"params.w_v", AT_IN, AT_F32, AT_FILL_DATA, ONE, EXT2(AN_HEADS, AN_DVH),
+                 EXT(AN_DVIN), 0, NULL},
+                {"params.w_o", AT_IN_OPT, AT_F32, AT_FILL_DATA, ONE, EXT(AN_DOUT),
+                 EXT2(AN_HEADS, AN_DVH), 0, NULL},
+                {"params.b_q", AT_IN_OPT, AT_F32, AT_FILL_DATA, ONE, ONE, EXT2(AN_HEADS, AN_DH),
+                 0, NULL},
+                {"params.b_k", AT_IN_OPT, AT_F32, AT_FILL_DATA, ONE, ONE, EXT2(AN_HEADS, AN_DH),
+                 0, NULL},
+                {"params.b_v", AT_IN_OPT, AT_F32, AT_FILL_DATA, ONE, ONE,
+                 EXT2(AN_HEADS, AN_DVH), 0, NULL},
+                {"params.b_o", AT_IN_OPT, AT_F32, AT_FILL_DATA, ONE, ONE, EXT(AN_DOUT), 0, NULL},
+                {"y", AT_OUT, AT_F32, AT_FILL_DATA, EXT(AN_BATCH), EXT(AN_TQ), ONE,
+                 MAT | AT_BLAS, attention_y_shape},
+                {"weights", AT_OUT_OPT, AT_F32, AT_FILL_DATA, EXT(AN_BATCH),
+                 EXT2(AN_HEADS, AN_TQ), EXT(AN_TKV), MAT | AT_BLAS, NULL}},
+        .score_dim = AN_DH,
+        .score_optional = 1,
+        .mask_m_dim = AN_TQ,
+        .mask_n_dim = AN_TKV,
+        .n_structs = 1,
+        .structs = {"params"},
+        NOT_IN_PLACE,
+        .dim_used = attention_dim_used,
+        .invoke = invoke_attention,
     },
 };
 

@@ -16,7 +16,12 @@
 
 #include "nwattn.h"
 
-enum { AT_MAX_DIMS = 8, AT_MAX_OPERANDS = 12, AT_MAX_PARAMS = 4 };
+enum { AT_MAX_DIMS = 12, AT_MAX_OPERANDS = 24, AT_MAX_PARAMS = 4, AT_MAX_STRUCTS = 4 };
+
+/* The backends every check runs under, in this order. */
+enum { AT_B_REF, AT_B_BLAS, AT_B_FUSED, AT_B_AUTO, AT_BACKENDS };
+extern const nwattn_backend at_backends[AT_BACKENDS];
+extern const char *const at_backend_names[AT_BACKENDS];
 
 /* ---- Byte source: a seeded PRNG, or the fuzzer's input (zeros once it is used up) ---------- */
 typedef struct at_src {
@@ -45,8 +50,12 @@ typedef struct at_dim {
     size_t base[2]; /* the two base cases of the bad-input matrix */
     size_t max;     /* largest value random cases use (fuzzer, stress) */
     at_zero_rule zero;
-    /* 1 if the dimension sizes no operand (an iteration count, say): the overflow classes skip it */
+    /* 1 if the dimension sizes no operand (an iteration count, or a factor of a product the
+     * function checks for divisibility first): the overflow class skips it */
     int no_extent;
+    /* An offset added to dimension offset_of (first + t - 1, key_offset + n): the overflow
+     * class sets it to SIZE_MAX and expects NWATTN_ERR_OVERFLOW. -1 for ordinary dimensions. */
+    int offset_of;
 } at_dim;
 
 #define AT_ONE (-1) /* an extent of 1 */
@@ -54,20 +63,25 @@ typedef struct at_extent {
     int a, b; /* dimension indices whose product is the extent; AT_ONE for unused */
 } at_extent;
 
-typedef enum at_role { AT_IN, AT_OUT, AT_IN_OPT, AT_OUT_OPT } at_role;
+/* AT_INOUT: read and written (a state merged into): filled like an input, checked like an
+ * output. */
+typedef enum at_role { AT_IN, AT_OUT, AT_IN_OPT, AT_OUT_OPT, AT_INOUT } at_role;
 typedef enum at_elem { AT_F32, AT_SIZE, AT_U8 } at_elem;
 typedef enum at_fill {
     AT_FILL_DATA,     /* floats: inputs of the computation */
     AT_FILL_POSITIVE, /* floats > 0: bandwidths */
     AT_FILL_LENS,     /* size_t in 0 .. n: valid lengths */
     AT_FILL_KEEP,     /* bytes, mostly nonzero: keep mask */
-    AT_FILL_ADDITIVE  /* floats, mostly 0, some -inf: additive mask */
+    AT_FILL_ADDITIVE, /* floats, mostly 0, some -inf: additive mask */
+    AT_FILL_STATE_MAX, /* a partial state's shifts: moderate floats, some -inf */
+    AT_FILL_STATE_SUM  /* a partial state's sums: positive, some 0 (empty rows) */
 } at_fill;
 
 enum {
     AT_HAS_LD = 1u << 0,     /* passed with a leading dimension */
     AT_HAS_STRIDE = 1u << 1, /* passed with a batch stride */
-    AT_BLAS = 1u << 2        /* its leading dimension reaches a BLAS call (TOO_LARGE > INT_MAX) */
+    AT_BLAS = 1u << 2,       /* its leading dimension reaches a BLAS call (TOO_LARGE > INT_MAX) */
+    AT_SHARED_STRIDE = 1u << 3 /* passed with the previous operand's stride (state.max, .sum) */
 };
 
 typedef struct at_case at_case;
@@ -99,18 +113,28 @@ typedef struct at_fn {
     const char *name;
     int n_dims;
     at_dim dims[AT_MAX_DIMS];
-    int batch_dim; /* the dimension that counts batch items (strides) */
+    int batch_dim; /* the dimension that counts batch items (strides), or -1 */
     int n_ops;
     at_operand ops[AT_MAX_OPERANDS]; /* the function's own operands */
-    /* Uses an nwattn_score: index of d (bandwidths has d entries), else -1. */
+    /* Uses an nwattn_score: index of d (bandwidths has d entries), else -1; score_optional: a
+     * NULL score is valid (a default). */
     int score_dim;
+    int score_optional;
     /* Uses an nwattn_mask: indices of m and n (batch is batch_dim), else -1. */
     int mask_m_dim, mask_n_dim;
+    int lens_any; /* valid lengths may exceed n (key shards) */
+    /* Struct parameters the shim passes by pointer (a state, the layer's weights): the
+     * NULL-struct class passes each as NULL, for NWATTN_ERR_NULL_POINTER. */
+    int n_structs;
+    const char *structs[AT_MAX_STRUCTS];
     int n_params;
     at_param params[AT_MAX_PARAMS];
     /* Output allowed to be the very same buffer and layout as an input (in place), or -1. */
     int in_place_out, in_place_in;
     nwattn_status (*invoke)(nwattn_context *ctx, const at_case *c);
+    /* Optional: whether dimension `dim` matters for this case (d_out without w_o does not): an
+     * unused dimension may be 0 or huge, the call then succeeds. NULL: all matter. */
+    int (*dim_used)(const at_case *c, int dim);
     /* Optional: compares a BLAS result with a REFERENCE result of the same case within the
      * documented accuracy; returns 1 if they agree (prints the culprit otherwise). NULL: the
      * fuzzer compares statuses only. */
@@ -157,6 +181,7 @@ struct at_case {
     size_t dim[AT_MAX_DIMS];
     nwattn_score score;
     int score_null;
+    unsigned null_structs; /* bit s: pass struct s as NULL */
     nwattn_mask mask;
     int mask_null;
     double param[AT_MAX_PARAMS];
@@ -202,11 +227,11 @@ size_t at_alloc_live(const at_alloc_stats *stats);
 
 /* ---- Bad inputs ---------------------------------------------------------------------------- */
 /* Class k, variant v turns a freshly built valid case into a bad (or deliberately valid) one.
- * expect[] is the documented status for REFERENCE, BLAS and AUTO contexts; writes_allowed says
+ * expect[] is the documented status for each of at_backends; writes_allowed says
  * whether the call may write inside output elements (valid degenerate problems). */
 typedef struct at_bad {
     char label[160];
-    nwattn_status expect[3];
+    nwattn_status expect[AT_BACKENDS];
     int writes_allowed;
     int null_ctx; /* call with ctx == NULL */
 } at_bad;
@@ -217,7 +242,7 @@ const char *at_bad_class_name(int k);
 int at_bad_apply(int k, int v, at_case *c, at_bad *bad);
 
 /* ---- Checks shared by the tests and the fuzzer -------------------------------------------- */
-/* Runs bad case c under ctx (backend index 0..2 = REFERENCE, BLAS, AUTO) and checks status,
+/* Runs bad case c under ctx (backend index: AT_B_REF ..) and checks status,
  * last error, untouched buffers and no allocation; returns 1 if all hold. */
 int at_bad_check(nwattn_context *ctx, int backend, at_alloc_stats *stats, at_case *c,
                  const at_bad *bad);

@@ -9,10 +9,19 @@
 
 #include "api_table.h"
 
-enum { B_REF, B_BLAS, B_AUTO };
-
 static void expect_all(at_bad *bad, nwattn_status status) {
-    bad->expect[B_REF] = bad->expect[B_BLAS] = bad->expect[B_AUTO] = status;
+    for (int b = 0; b < AT_BACKENDS; b++)
+        bad->expect[b] = status;
+}
+
+/* A valid call after all: it succeeds and may write its outputs. */
+static void expect_success(at_bad *bad) {
+    expect_all(bad, NWATTN_OK);
+    bad->writes_allowed = 1;
+}
+
+static int dim_used(const at_case *c, int k) {
+    return c->fn->dim_used == NULL || c->fn->dim_used(c, k);
 }
 
 /* Whether operand i reaches the call: it has a buffer, and it is not part of a mask the call
@@ -85,6 +94,18 @@ static int null_score(int v, at_case *c, at_bad *bad) {
         return 0;
     c->score_null = 1;
     snprintf(bad->label, sizeof bad->label, "score = NULL");
+    if (c->fn->score_optional)
+        expect_success(bad); /* the documented default score */
+    else
+        expect_all(bad, NWATTN_ERR_NULL_POINTER);
+    return 1;
+}
+
+static int null_struct(int v, at_case *c, at_bad *bad) {
+    if (v >= c->fn->n_structs)
+        return 0;
+    c->null_structs = 1u << v;
+    snprintf(bad->label, sizeof bad->label, "%s = NULL", c->fn->structs[v]);
     expect_all(bad, NWATTN_ERR_NULL_POINTER);
     return 1;
 }
@@ -110,7 +131,8 @@ static int small_leading_dim(int v, at_case *c, at_bad *bad) {
 
 static int overlapping_stride(int v, at_case *c, at_bad *bad) {
     for (int i = 0; i < c->n_ops; i++) {
-        if (!at_is_output(&c->op[i]) || !(c->op[i].flags & AT_HAS_STRIDE) || !present(c, i))
+        if (!at_is_output(&c->op[i]) || !(c->op[i].flags & AT_HAS_STRIDE) ||
+            (c->op[i].flags & AT_SHARED_STRIDE) || !present(c, i))
             continue;
         size_t items, rows, cols;
         at_operand_shape(c, i, &items, &rows, &cols);
@@ -192,6 +214,10 @@ static int zero_dimension(int v, at_case *c, at_bad *bad) {
     c->dim[v] = 0;
     clamp_lens(c);
     snprintf(bad->label, sizeof bad->label, "%s = 0", d->name);
+    if (!dim_used(c, v)) {
+        expect_success(bad);
+        return 1;
+    }
     switch (d->zero) {
     case AT_ZERO_INVALID:
         expect_all(bad, NWATTN_ERR_BAD_DIMENSION);
@@ -215,12 +241,18 @@ static int overflowing_dimension(int v, at_case *c, at_bad *bad) {
     if (any_zero_dim(c))
         return 0; /* another zero dimension makes the problem empty: valid whatever this one is */
     for (int k = 0; k < c->fn->n_dims; k++) {
-        if (c->fn->dims[k].no_extent)
+        if (c->fn->dims[k].no_extent || c->fn->dims[k].offset_of >= 0)
             continue;
         for (int h = 0; h < n_huge; h++) {
             if (v-- > 0)
                 continue;
             c->dim[k] = huge[h];
+            if (!dim_used(c, k)) {
+                snprintf(bad->label, sizeof bad->label, "unused %s = %zu", c->fn->dims[k].name,
+                         huge[h]);
+                expect_success(bad);
+                return 1;
+            }
             for (int i = 0; i < c->n_ops; i++) {
                 size_t items, rows, cols;
                 at_operand_shape(c, i, &items, &rows, &cols);
@@ -231,6 +263,21 @@ static int overflowing_dimension(int v, at_case *c, at_bad *bad) {
             expect_all(bad, NWATTN_ERR_OVERFLOW);
             return 1;
         }
+    }
+    return 0;
+}
+
+/* An offset whose last position overflows size_t (first + t - 1, key_offset + n). */
+static int overflowing_offset(int v, at_case *c, at_bad *bad) {
+    for (int k = 0; k < c->fn->n_dims; k++) {
+        const int of = c->fn->dims[k].offset_of;
+        if (of < 0 || c->dim[of] < 2 || v-- > 0)
+            continue;
+        c->dim[k] = SIZE_MAX;
+        snprintf(bad->label, sizeof bad->label, "%s = SIZE_MAX with %s = %zu",
+                 c->fn->dims[k].name, c->fn->dims[of].name, c->dim[of]);
+        expect_all(bad, NWATTN_ERR_OVERFLOW);
+        return 1;
     }
     return 0;
 }
@@ -271,9 +318,8 @@ static int blas_leading_dim(int v, at_case *c, at_bad *bad) {
         clamp_lens(c);
         c->buf[i].ld = (size_t)INT_MAX + 6;
         snprintf(bad->label, sizeof bad->label, "%s: ld %zu on one row", op->name, c->buf[i].ld);
-        expect_all(bad, NWATTN_OK);
-        bad->expect[B_BLAS] = NWATTN_ERR_TOO_LARGE;
-        bad->writes_allowed = 1;
+        expect_success(bad);
+        bad->expect[AT_B_BLAS] = bad->expect[AT_B_FUSED] = NWATTN_ERR_TOO_LARGE;
         return 1;
     }
     return 0;
@@ -389,7 +435,10 @@ static int valid_length_too_large(int v, at_case *c, at_bad *bad) {
     c->mask_null = 0;
     ((size_t *)c->buf[c->op_lens].data)[at] = len;
     snprintf(bad->label, sizeof bad->label, "valid_lens[%zu] = %zu > n = %zu", at, len, n);
-    expect_all(bad, NWATTN_ERR_BAD_MASK);
+    if (c->fn->lens_any)
+        expect_success(bad); /* a shard of the keys: lengths count the whole problem's keys */
+    else
+        expect_all(bad, NWATTN_ERR_BAD_MASK);
     return 1;
 }
 
@@ -421,12 +470,14 @@ static const bad_class classes[] = {
     {"NULL context", null_context},
     {"NULL required operand", null_operand},
     {"NULL score", null_score},
+    {"NULL parameter struct", null_struct},
     {"leading dimension below the row", small_leading_dim},
     {"output batch stride overlapping items", overlapping_stride},
     {"output aliasing an input", output_aliases_input},
     {"output aliasing an output", output_aliases_output},
     {"zero dimension", zero_dimension},
     {"dimension whose byte count overflows", overflowing_dimension},
+    {"offset whose end overflows", overflowing_offset},
     {"operand wrapping the address space", address_wraps},
     {"leading dimension beyond the BLAS integer", blas_leading_dim},
     {"unknown score kind", bad_score_kind},
@@ -452,9 +503,8 @@ int at_bad_apply(int k, int v, at_case *c, at_bad *bad) {
 /* ---- The check ----------------------------------------------------------------------------- */
 int at_bad_check(nwattn_context *ctx, int backend, at_alloc_stats *stats, at_case *c,
                  const at_bad *bad) {
-    static const char *backend_names[] = {"REFERENCE", "BLAS", "AUTO"};
     char what[320];
-    snprintf(what, sizeof what, "%s [%s] %s", c->fn->name, backend_names[backend], bad->label);
+    snprintf(what, sizeof what, "%s [%s] %s", c->fn->name, at_backend_names[backend], bad->label);
     at_case_snapshot(c);
     const size_t allocs_before = stats != NULL ? stats->allocs : 0;
     const nwattn_status status = at_case_invoke(bad->null_ctx ? NULL : ctx, c);

@@ -27,6 +27,10 @@
 #define UNPOISON(p, n) ((void)(p), (void)(n))
 #endif
 
+const nwattn_backend at_backends[AT_BACKENDS] = {NWATTN_BACKEND_REFERENCE, NWATTN_BACKEND_BLAS,
+                                                 NWATTN_BACKEND_FUSED, NWATTN_BACKEND_AUTO};
+const char *const at_backend_names[AT_BACKENDS] = {"REFERENCE", "BLAS", "FUSED", "AUTO"};
+
 static const uint32_t float_sentinel_bits = 0x7fcdbeefu; /* a quiet NaN with a payload */
 static const unsigned char byte_sentinel = 0xa5;
 
@@ -104,7 +108,12 @@ size_t at_elem_bytes(at_elem elem) {
     return 1;
 }
 
-int at_is_output(const at_operand *op) { return op->role == AT_OUT || op->role == AT_OUT_OPT; }
+int at_is_output(const at_operand *op) {
+    return op->role == AT_OUT || op->role == AT_OUT_OPT || op->role == AT_INOUT;
+}
+
+/* Whether the operand's contents are read: filled with data when built. */
+static int is_read(const at_operand *op) { return !at_is_output(op) || op->role == AT_INOUT; }
 
 int at_is_optional(const at_operand *op) { return op->role == AT_IN_OPT || op->role == AT_OUT_OPT; }
 
@@ -158,7 +167,8 @@ static int operand_list(const at_fn *fn, at_operand *ops, int *bw, int *lens, in
                                 0, NULL};
     }
     if (fn->mask_m_dim >= 0) {
-        const at_extent b = {fn->batch_dim, AT_ONE}, m = {fn->mask_m_dim, AT_ONE},
+        const at_extent b = {fn->batch_dim >= 0 ? fn->batch_dim : AT_ONE, AT_ONE},
+                        m = {fn->mask_m_dim, AT_ONE},
                         nn = {fn->mask_n_dim, AT_ONE};
         *lens = n;
         ops[n++] = (at_operand){"mask.valid_lens", AT_IN_OPT, AT_SIZE, AT_FILL_LENS,
@@ -306,6 +316,18 @@ static void fill_element(const at_case *c, int i, void *p, void *user) {
         *(unsigned char *)p = at_src_chance(src, 85) ? (unsigned char)(1 + at_src_below(src, 255))
                                                       : 0;
         break;
+    case AT_FILL_STATE_MAX:
+        x = at_src_chance(src, 20) ? -INFINITY : at_src_uniform(src, -3.0f, 3.0f);
+        if (raw && at_src_chance(src, 30))
+            x = src_raw_float(src);
+        memcpy(p, &x, sizeof x);
+        break;
+    case AT_FILL_STATE_SUM:
+        x = at_src_chance(src, 20) ? 0.0f : at_src_uniform(src, 0.5f, 4.0f);
+        if (raw && at_src_chance(src, 30))
+            x = src_raw_float(src);
+        memcpy(p, &x, sizeof x);
+        break;
     case AT_FILL_ADDITIVE: {
         unsigned pick = (unsigned)at_src_below(src, 10);
         x = pick < 6 ? 0.0f : pick < 7 ? -INFINITY : at_src_uniform(src, -1.0f, 1.0f);
@@ -375,11 +397,13 @@ void at_case_build(at_case *c, const at_fn *fn, const at_config *cfg, at_src *sr
             b->ld = 1;
         const size_t rows_eff = rows > 0 ? rows : 1;
         const size_t item = (rows_eff - 1) * b->ld + cols;
-        if (op->flags & AT_HAS_STRIDE)
+        if ((op->flags & AT_SHARED_STRIDE) && i > 0)
+            b->stride = c->buf[i - 1].stride; /* one stride for both (state max and sum) */
+        else if (op->flags & AT_HAS_STRIDE)
             b->stride = (!at_is_output(op) && (cfg->broadcast >> i & 1u)) ? 0
                                                                             : item + cfg->stride_pad[i];
         alloc_buffer(c, i);
-        if (!at_is_output(op))
+        if (is_read(op))
             for_each_element(c, i, fill_element, src);
     }
     for (int i = 0; i < c->n_ops; i++)

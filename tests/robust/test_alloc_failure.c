@@ -15,15 +15,15 @@
 
 #include "api_table.h"
 
-static const nwattn_backend backends[3] = {NWATTN_BACKEND_REFERENCE, NWATTN_BACKEND_BLAS,
-                                           NWATTN_BACKEND_AUTO};
 static size_t total_calls, total_failures_injected;
 
 static nwattn_context *counting_context(at_alloc_stats *stats, int backend) {
     nwattn_allocator a = at_counting_allocator(stats);
     nwattn_context *ctx = NULL;
     assert_int_equal(nwattn_context_create_with_allocator(&ctx, &a), NWATTN_OK);
-    assert_int_equal(nwattn_context_set_backend(ctx, backends[backend]), NWATTN_OK);
+    assert_int_equal(nwattn_context_set_backend(ctx, at_backends[backend]), NWATTN_OK);
+    if (backend == AT_B_FUSED) /* workers: their scratch comes from the same allocation */
+        assert_int_equal(nwattn_context_set_threads(ctx, 2), NWATTN_OK);
     return ctx;
 }
 
@@ -50,8 +50,8 @@ static size_t sweep(const at_fn *fn, const at_config *cfg, int backend) {
         const nwattn_status status = at_case_invoke(ctx, &c);
         total_calls++;
         char what[200];
-        snprintf(what, sizeof what, "%s backend %d, %ld allocations allowed", fn->name, backend,
-                 k);
+            snprintf(what, sizeof what, "%s [%s], %ld allocations allowed", fn->name,
+                 at_backend_names[backend], k);
         if (status == NWATTN_ERR_ALLOC) {
             injected++;
             assert_true(stats.failures > 0);
@@ -89,7 +89,7 @@ static void test_function(void **state) {
         else
             at_config_random(fn, &src, &cfg);
         cfg.data = AT_DATA_MODERATE;
-        for (int b = 0; b < 3; b++)
+        for (int b = 0; b < AT_BACKENDS; b++)
             injected += sweep(fn, &cfg, b);
     }
     printf("%s: %zu injected allocation failures\n", fn->name, injected);
@@ -102,7 +102,7 @@ static void test_growth_failure(void **state) {
     (void)state;
     for (int f = 0; f < at_function_count; f++) {
         const at_fn *fn = &at_functions[f];
-        for (int b = 0; b < 3; b++) {
+        for (int b = 0; b < AT_BACKENDS; b++) {
             at_alloc_stats stats;
             nwattn_context *ctx = counting_context(&stats, b);
             at_config small, large;

@@ -20,15 +20,15 @@ static size_t total_cases;
 
 static void test_function(void **state) {
     const at_fn *fn = *state;
-    at_alloc_stats stats[3];
-    nwattn_context *ctx[3];
-    static const nwattn_backend backends[3] = {NWATTN_BACKEND_REFERENCE, NWATTN_BACKEND_BLAS,
-                                               NWATTN_BACKEND_AUTO};
-    for (int b = 0; b < 3; b++) {
+    at_alloc_stats stats[AT_BACKENDS];
+    nwattn_context *ctx[AT_BACKENDS];
+    for (int b = 0; b < AT_BACKENDS; b++) {
         nwattn_allocator a = at_counting_allocator(&stats[b]);
         assert_int_equal(nwattn_context_create_with_allocator(&ctx[b], &a), NWATTN_OK);
-        assert_int_equal(nwattn_context_set_backend(ctx[b], backends[b]), NWATTN_OK);
+        assert_int_equal(nwattn_context_set_backend(ctx[b], at_backends[b]), NWATTN_OK);
     }
+    /* The fused context with workers: the valid cases among the bad ones run threaded. */
+    assert_int_equal(nwattn_context_set_threads(ctx[AT_B_FUSED], 3), NWATTN_OK);
     size_t cases = 0, failures = 0;
     for (int base = 0; base < 2; base++) {
         at_config cfg;
@@ -42,7 +42,7 @@ static void test_function(void **state) {
                     at_case_free(&c);
                     break;
                 }
-                for (int b = 0; b < 3; b++) {
+                for (int b = 0; b < AT_BACKENDS; b++) {
                     if (!at_bad_check(ctx[b], b, &stats[b], &c, &bad))
                         failures++;
                     cases++;
@@ -51,7 +51,7 @@ static void test_function(void **state) {
                 at_case_free(&c);
             }
     }
-    for (int b = 0; b < 3; b++) {
+    for (int b = 0; b < AT_BACKENDS; b++) {
         nwattn_context_destroy(ctx[b]);
         assert_int_equal(at_alloc_live(&stats[b]), 0);
     }
@@ -94,7 +94,7 @@ static void test_context_functions(void **state) {
     CHECK(ctx == untouched);
 
     CHECK(nwattn_context_create_with_allocator(&ctx, &good) == NWATTN_OK);
-    static const int bad_backends[] = {3, -1, INT_MAX, INT_MIN};
+    static const int bad_backends[] = {4, -1, INT_MAX, INT_MIN};
     for (size_t i = 0; i < sizeof bad_backends / sizeof bad_backends[0]; i++) {
         CHECK(nwattn_context_set_backend(ctx, NWATTN_BACKEND_BLAS) == NWATTN_OK);
         CHECK(nwattn_context_set_backend(ctx, (nwattn_backend)bad_backends[i]) ==
@@ -102,6 +102,16 @@ static void test_context_functions(void **state) {
         CHECK(nwattn_context_get_backend(ctx) == NWATTN_BACKEND_BLAS);
         CHECK(strncmp(nwattn_context_last_error(ctx), "NWATTN_ERR_BAD_ENUM", 19) == 0);
     }
+    static const size_t bad_threads[] = {0, NWATTN_MAX_THREADS + 1, SIZE_MAX};
+    for (size_t i = 0; i < sizeof bad_threads / sizeof bad_threads[0]; i++) {
+        CHECK(nwattn_context_set_threads(ctx, 2) == NWATTN_OK);
+        CHECK(nwattn_context_set_threads(ctx, bad_threads[i]) == NWATTN_ERR_BAD_PARAMETER);
+        CHECK(nwattn_context_get_threads(ctx) == 2);
+        CHECK(strncmp(nwattn_context_last_error(ctx), "NWATTN_ERR_BAD_PARAMETER", 24) == 0);
+    }
+    CHECK(nwattn_context_set_threads(ctx, NWATTN_MAX_THREADS) == NWATTN_OK);
+    CHECK(nwattn_context_set_threads(NULL, 2) == NWATTN_ERR_NULL_POINTER);
+    CHECK(nwattn_context_get_threads(NULL) == 1);
     CHECK(nwattn_context_set_backend(NULL, NWATTN_BACKEND_AUTO) == NWATTN_ERR_NULL_POINTER);
     CHECK(nwattn_context_get_backend(NULL) == NWATTN_BACKEND_AUTO);
     CHECK(nwattn_context_workspace_bytes(NULL) == 0);

@@ -25,23 +25,25 @@
 #define MAXN 8
 #define MAXD 3
 
-static nwattn_context *ctx[3]; /* REFERENCE, BLAS, AUTO */
-static const char *names[3] = {"REFERENCE", "BLAS", "AUTO"};
+#define N_CTX 4
+static nwattn_context *ctx[N_CTX]; /* REFERENCE, BLAS, AUTO, FUSED with 2 workers */
+static const char *names[N_CTX] = {"REFERENCE", "BLAS", "AUTO", "FUSED"};
 
 static int setup(void **state) {
     (void)state;
-    static const nwattn_backend backends[3] = {NWATTN_BACKEND_REFERENCE, NWATTN_BACKEND_BLAS,
-                                               NWATTN_BACKEND_AUTO};
-    for (int b = 0; b < 3; b++)
+    static const nwattn_backend backends[N_CTX] = {NWATTN_BACKEND_REFERENCE, NWATTN_BACKEND_BLAS,
+                                                   NWATTN_BACKEND_AUTO, NWATTN_BACKEND_FUSED};
+    for (int b = 0; b < N_CTX; b++)
         if (nwattn_context_create(&ctx[b]) != NWATTN_OK ||
-            nwattn_context_set_backend(ctx[b], backends[b]) != NWATTN_OK)
+            nwattn_context_set_backend(ctx[b], backends[b]) != NWATTN_OK ||
+            nwattn_context_set_threads(ctx[b], b == 3 ? 2 : 1) != NWATTN_OK)
             return -1;
     return 0;
 }
 
 static int teardown(void **state) {
     (void)state;
-    for (int b = 0; b < 3; b++)
+    for (int b = 0; b < N_CTX; b++)
         nwattn_context_destroy(ctx[b]);
     return 0;
 }
@@ -127,11 +129,12 @@ static void check_pool(const problem *p, const char *what) {
     if (score.bandwidths)
         score.bandwidths = p->bandwidths;
     /* lse moves by the score error: the documented bound for BLAS (and AUTO, which may be it). */
-    double row_bound[3][MAXM] = {{0}};
+    double row_bound[N_CTX][MAXM] = {{0}};
     for (size_t i = 0; i < p->m; i++)
         for (size_t j = 0; j < p->n; j++)
-            row_bound[1][i] = row_bound[2][i] = fmax(row_bound[1][i], blas_score_bound(p, i, j));
-    for (int b = 0; b < 3; b++) {
+            for (int b = 1; b < N_CTX; b++)
+                row_bound[b][i] = fmax(row_bound[b][i], blas_score_bound(p, i, j));
+    for (int b = 0; b < N_CTX; b++) {
         float w[MAXM * MAXN], o[MAXM], lse[MAXM];
         nwattn_status status = nwattn_pool(ctx[b], &score, NULL, 1, p->m, p->n, p->d, 1, p->q,
                                            p->d, 0, p->k, p->d, 0, p->v, 1, 0, o, 1, 0, w, p->n,
@@ -207,7 +210,7 @@ static void test_bandwidth_sweep(void **state) {
 static void test_bandwidth_limits(void **state) {
     (void)state;
     for (int kind = NWATTN_SCORE_GAUSSIAN; kind <= NWATTN_SCORE_LAPLACE; kind++)
-        for (int b = 0; b < 3; b++) {
+        for (int b = 0; b < N_CTX; b++) {
             problem p;
             line_problem(&p, (nwattn_score_kind)kind, 1.0f, 1);
             static const size_t nearest[4] = {0, 3, 5, 6 - 1};
@@ -272,7 +275,7 @@ static void test_scores_rounding(void **state) {
             p.score.kind = (nwattn_score_kind)kind;
             p.score.bandwidth = (float)pow(10.0, e);
             p.score.scale = (float)pow(10.0, -e);
-            for (int b = 0; b < 3; b++) {
+            for (int b = 0; b < N_CTX; b++) {
                 float s[MAXM * MAXN];
                 assert_int_equal(nwattn_scores(ctx[b], &p.score, 1, p.m, p.n, p.d, p.q, p.d, 0,
                                                p.k, p.d, 0, s, p.n, 0),
@@ -304,7 +307,7 @@ static void test_one_key_rows(void **state) {
     static const float data[] = {0.0f, 1e-38f, -1e38f, 3e38f, 1e20f};
     for (size_t t = 0; t < sizeof data / sizeof data[0]; t++)
         for (int kind = 0; kind < 3; kind++)
-            for (int b = 0; b < 3; b++) {
+            for (int b = 0; b < N_CTX; b++) {
                 float q[2] = {data[t], -data[t]}, k[1] = {-data[t]}, v[1] = {7.5f}, o[2], w[2],
                       lse[2];
                 nwattn_score sc = {(nwattn_score_kind)kind, FLT_MAX, FLT_MIN, NULL};
@@ -321,7 +324,7 @@ static void test_one_key_rows(void **state) {
     static const float scores[] = {-FLT_MAX, -1e30f, -FLT_MIN, 0.0f, FLT_TRUE_MIN, 1e30f,
                                    FLT_MAX};
     for (size_t t = 0; t < sizeof scores / sizeof scores[0]; t++)
-        for (int b = 0; b < 3; b++) {
+        for (int b = 0; b < N_CTX; b++) {
             float w, lse;
             assert_int_equal(nwattn_softmax(ctx[b], NULL, 1, 1, 1, &scores[t], 1, 0, &w, 1, 0,
                                             &lse, 0),
@@ -348,7 +351,7 @@ static void test_scores_near_float_max(void **state) {
         }
         for (int j = 0; j < MAXN; j++)
             sum += exp((double)s[j] - max);
-        for (int b = 0; b < 3; b++) {
+        for (int b = 0; b < N_CTX; b++) {
             float w[MAXN], lse;
             assert_int_equal(nwattn_softmax(ctx[b], NULL, 1, 1, MAXN, s, MAXN, 0, w, MAXN, 0,
                                             &lse, 0),
@@ -385,11 +388,11 @@ static void test_huge_leading_dimension(void **state) {
     assert_int_equal(nwattn_pool(ctx[0], &sc, NULL, 1, m, n, d, 1, q, d, 0, kc, d, 0, v, 1, 0,
                                  want_o, 1, 0, want_w, n, 0, NULL, 0),
                      NWATTN_OK);
-    for (int b = 0; b < 3; b++) {
+    for (int b = 0; b < N_CTX; b++) {
         memset(o, 0, sizeof o);
         nwattn_status status = nwattn_pool(ctx[b], &sc, NULL, 1, m, n, d, 1, q, d, 0, k, ldk, 0,
                                            v, 1, 0, o, 1, 0, w, n, 0, NULL, 0);
-        if (b == 1) {
+        if (b == 1 || b == 3) {
             assert_int_equal(status, NWATTN_ERR_TOO_LARGE);
             assert_true(o[0] == 0.0f && o[1] == 0.0f);
         } else {
@@ -407,6 +410,8 @@ static void test_huge_leading_dimension(void **state) {
                      NWATTN_ERR_TOO_LARGE);
     assert_int_equal(nwattn_bmm(ctx[2], 1, 2, 2, 3, k, ldk, 0, kc, 2, 0, c, 2, 0), NWATTN_OK);
     assert_memory_equal(c, want_c, sizeof c);
+    assert_int_equal(nwattn_bmm(ctx[3], 1, 2, 2, 3, k, ldk, 0, kc, 2, 0, c, 2, 0),
+                     NWATTN_ERR_TOO_LARGE);
     munmap(k, bytes);
 }
 
@@ -426,15 +431,17 @@ static void test_split_dimensions(void **state) {
         v[i] = (float)((x >> 40) % 1000) / 500.0f - 1.0f;
     for (int kind = 0; kind < 3; kind++) {
         nwattn_score sc = {(nwattn_score_kind)kind, 0.25f, 2.0f, NULL};
-        static float o[2][M * DV], w[2][M * N];
-        for (int b = 0; b < 2; b++)
+        static float o[N_CTX][M * DV], w[N_CTX][M * N];
+        for (int b = 0; b < N_CTX; b++)
             assert_int_equal(nwattn_pool(ctx[b], &sc, NULL, 1, M, N, D, DV, q, D, 0, k, D, 0, v,
                                          DV, 0, o[b], DV, 0, w[b], N, 0, NULL, 0),
                              NWATTN_OK);
-        for (size_t i = 0; i < M * N; i++)
-            assert_true(fabsf(w[0][i] - w[1][i]) <= 1e-5f);
-        for (size_t i = 0; i < M * DV; i++)
-            assert_true(fabsf(o[0][i] - o[1][i]) <= 1e-5f);
+        for (int b = 1; b < N_CTX; b++) {
+            for (size_t i = 0; i < M * N; i++)
+                assert_true(fabsf(w[0][i] - w[b][i]) <= 1e-5f);
+            for (size_t i = 0; i < M * DV; i++)
+                assert_true(fabsf(o[0][i] - o[b][i]) <= 1e-5f);
+        }
     }
     static float a[M * N], c[2][M * DV];
     for (size_t i = 0; i < sizeof a / sizeof a[0]; i++, x = x * 6364136223846793005u + 1)

@@ -1,0 +1,100 @@
+/* nwattn_attention: checks the layer's weights and sequences, then runs the attention driver. */
+#include <math.h>
+
+#include "attention.h"
+#include "checks.h"
+
+static nwattn_status check_params(nwattn_context *ctx, const nwattn_attention_params *p) {
+    if (p == NULL)
+        return nw_fail(ctx, NWATTN_ERR_NULL_POINTER, "params is NULL");
+    if (p->heads == 0)
+        return nw_fail(ctx, NWATTN_ERR_BAD_DIMENSION, "params.heads is 0");
+    const struct {
+        const char *name;
+        size_t value;
+    } widths[] = {{"d_q_in", p->d_q_in}, {"d_k_in", p->d_k_in}, {"d_v_in", p->d_v_in},
+                  {"d_qk", p->d_qk},     {"d_v", p->d_v},       {"d_out", p->w_o ? p->d_out : 1}};
+    for (size_t i = 0; i < sizeof widths / sizeof widths[0]; i++)
+        if (widths[i].value == 0)
+            return nw_fail(ctx, NWATTN_ERR_BAD_DIMENSION, "params.%s is 0", widths[i].name);
+    if (p->d_qk % p->heads != 0 || p->d_v % p->heads != 0)
+        return nw_fail(ctx, NWATTN_ERR_BAD_DIMENSION,
+                       "params.heads = %zu does not divide d_qk = %zu and d_v = %zu", p->heads,
+                       p->d_qk, p->d_v);
+    return NWATTN_OK;
+}
+
+/* A dense rows×cols weight matrix, or a bias (rows = 1); NULL is allowed for biases. */
+static nwattn_status check_weight(nw_call *call, const char *name, const float *w, size_t rows,
+                                  size_t cols, int optional) {
+    if (w == NULL && optional)
+        return NWATTN_OK;
+    size_t count;
+    if (!nw_mul(rows, cols, &count))
+        return nw_fail(call->ctx, NWATTN_ERR_OVERFLOW, "%s has more elements than size_t holds",
+                       name);
+    return nw_input_array(call, name, w, sizeof(float), count);
+}
+
+nwattn_status nwattn_attention(nwattn_context *ctx, const nwattn_attention_params *params,
+                               const nwattn_score *score, const nwattn_mask *mask, size_t batch,
+                               size_t t_q, size_t t_kv, const float *x_q, size_t ldx_q,
+                               size_t stride_x_q, const float *x_k, size_t ldx_k,
+                               size_t stride_x_k, const float *x_v, size_t ldx_v,
+                               size_t stride_x_v, float *y, size_t ldy, size_t stride_y,
+                               float *weights, size_t ldw, size_t stride_w) {
+    NW_TRY(nw_begin(ctx));
+    NW_TRY(check_params(ctx, params));
+    const nwattn_attention_params *p = params;
+    const size_t dh = p->d_qk / p->heads, dvh = p->d_v / p->heads;
+    const size_t out_w = p->w_o ? p->d_out : p->d_v;
+    nw_attention_args a = {
+        .params = p, .batch = batch, .t_q = t_q, .t_kv = t_kv,
+        .x_q = {x_q, ldx_q, stride_x_q}, .x_k = {x_k, ldx_k, stride_x_k},
+        .x_v = {x_v, ldx_v, stride_x_v},
+        .y = y, .ldy = ldy, .stride_y = stride_y,
+        .pool = {.batch = batch, .heads = p->heads, .m = t_q, .n = t_kv, .d = dh, .dv = dvh,
+                 .w = weights, .ldw = ldw, .stride_w = stride_w, .hstride_w = t_q * ldw},
+    };
+    nw_call call;
+    nw_call_init(&call, ctx, batch);
+    NW_TRY(nw_input(&call, "x_q", x_q, t_q, p->d_q_in, ldx_q, stride_x_q));
+    NW_TRY(nw_input(&call, "x_k", x_k, t_kv, p->d_k_in, ldx_k, stride_x_k));
+    NW_TRY(nw_input(&call, "x_v", x_v, t_kv, p->d_v_in, ldx_v, stride_x_v));
+    NW_TRY(check_weight(&call, "params.w_q", p->w_q, p->d_qk, p->d_q_in, 0));
+    NW_TRY(check_weight(&call, "params.w_k", p->w_k, p->d_qk, p->d_k_in, 0));
+    NW_TRY(check_weight(&call, "params.w_v", p->w_v, p->d_v, p->d_v_in, 0));
+    NW_TRY(check_weight(&call, "params.w_o", p->w_o, p->d_out, p->d_v, 1));
+    NW_TRY(check_weight(&call, "params.b_q", p->b_q, 1, p->d_qk, 1));
+    NW_TRY(check_weight(&call, "params.b_k", p->b_k, 1, p->d_qk, 1));
+    NW_TRY(check_weight(&call, "params.b_v", p->b_v, 1, p->d_v, 1));
+    if (p->w_o != NULL)
+        NW_TRY(check_weight(&call, "params.b_o", p->b_o, 1, p->d_out, 1));
+    if (score == NULL)
+        a.pool.score = (nw_score){NWATTN_SCORE_DOT, (float)(1.0 / sqrt((double)dh)), 0.0f, NULL};
+    else
+        NW_TRY(nw_check_score(&call, score, dh, &a.pool.score));
+    NW_TRY(nw_output(&call, "y", y, t_q, out_w, ldy, stride_y));
+    if (weights != NULL) {
+        size_t rows;
+        if (!nw_mul(p->heads, t_q, &rows))
+            return nw_fail(ctx, NWATTN_ERR_OVERFLOW, "heads·t_q overflows size_t");
+        NW_TRY(nw_output(&call, "weights", weights, rows, t_kv, ldw, stride_w));
+    }
+    NW_TRY(nw_check_mask(&call, mask, t_q, t_kv, &a.pool.mask));
+    NW_TRY(nw_check_disjoint(&call));
+
+    /* Every width is also a leading dimension of a BLAS call on the working memory. */
+    const size_t widest = p->d_q_in > p->d_k_in ? p->d_q_in : p->d_k_in;
+    const int blas_ok = nw_call_blas_ok(&call) && widest <= NW_BLAS_INT_MAX &&
+                        p->d_v_in <= NW_BLAS_INT_MAX && p->d_qk <= NW_BLAS_INT_MAX &&
+                        p->d_v <= NW_BLAS_INT_MAX && out_w <= NW_BLAS_INT_MAX;
+    const nw_kernels *kernels;
+    NW_TRY(nw_select_pool_kernels(ctx, blas_ok, t_kv <= NW_BLAS_INT_MAX, &a.pool, &kernels));
+    if (batch == 0 || t_q == 0)
+        return NWATTN_OK;
+    void *ws;
+    NW_TRY(nw_workspace(ctx, nw_attention_workspace(kernels, &a, ctx->threads), &ws));
+    nw_attention_run(kernels, &a, ws, ctx->threads);
+    return NWATTN_OK;
+}

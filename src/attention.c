@@ -1,0 +1,98 @@
+/* Attention layers: X·W^T + b projections into working memory laid out (batch·t) × width, so
+ * that head h of item b is a column slice: pointer + b·t·width + h·width/heads, pitch width.
+ * The pooling then runs over batch × heads items without copying heads apart, writes the
+ * concatenated heads the same way, and one more projection gives the output. */
+#include "attention.h"
+
+/* Floats of the four buffers: Q and C (t_q rows), K and V (t_kv rows). */
+typedef struct layout {
+    size_t q, k, v, c;
+} layout;
+
+static int buffer_floats(const nw_attention_args *a, layout *out) {
+    const nwattn_attention_params *p = a->params;
+    size_t rows_q, rows_kv;
+    if (!nw_mul(a->batch, a->t_q, &rows_q) || !nw_mul(a->batch, a->t_kv, &rows_kv) ||
+        !nw_mul(rows_q, p->d_qk, &out->q) || !nw_mul(rows_kv, p->d_qk, &out->k) ||
+        !nw_mul(rows_kv, p->d_v, &out->v))
+        return 0;
+    out->c = 0;
+    if (p->w_o != NULL && !nw_mul(rows_q, p->d_v, &out->c))
+        return 0;
+    return 1;
+}
+
+/* Points the pooling at the buffers (or at y for the concatenated heads without w_o). */
+static void aim_pool(nw_attention_args *a, float *q, float *k, float *v, float *c) {
+    const nwattn_attention_params *p = a->params;
+    const size_t dh = p->d_qk / p->heads, dvh = p->d_v / p->heads;
+    nw_pool_args *pool = &a->pool;
+    pool->q = q, pool->ldq = p->d_qk, pool->stride_q = a->t_q * p->d_qk, pool->hstride_q = dh;
+    pool->k = k, pool->ldk = p->d_qk, pool->stride_k = a->t_kv * p->d_qk, pool->hstride_k = dh;
+    pool->v = v, pool->ldv = p->d_v, pool->stride_v = a->t_kv * p->d_v, pool->hstride_v = dvh;
+    if (p->w_o != NULL)
+        pool->o = c, pool->ldo = p->d_v, pool->stride_o = a->t_q * p->d_v;
+    else
+        pool->o = a->y, pool->ldo = a->ldy, pool->stride_o = a->stride_y;
+    pool->hstride_o = dvh;
+}
+
+size_t nw_attention_workspace(const nw_kernels *kernels, nw_attention_args *a,
+                              size_t threads) {
+    layout f;
+    if (!buffer_floats(a, &f))
+        return SIZE_MAX;
+    aim_pool(a, NULL, NULL, NULL, NULL); /* the pooling's needs depend on the shapes only */
+    size_t pool_bytes = kernels->pool_workspace(&a->pool, threads), total = 0;
+    const size_t pieces[4] = {f.q, f.k, f.v, f.c};
+    for (int i = 0; i < 4; i++) {
+        size_t bytes;
+        if (!nw_mul(pieces[i], sizeof(float), &bytes) || !nw_add(total, nw_round_up(bytes), &total))
+            return SIZE_MAX;
+    }
+    if (pool_bytes == SIZE_MAX || !nw_add(total, pool_bytes, &total))
+        return SIZE_MAX;
+    return total;
+}
+
+/* out (batch items of t rows, pitch ld_out, item pitch stride_out) = x·w^T + bias: one BLAS
+ * call for all items when both sides are evenly spaced rows, else one per item. */
+static void project(const nw_kernels *kernels, size_t batch, size_t t, size_t out_w,
+                    size_t in_w, nw_seq x, const float *w, const float *bias, float *out,
+                    size_t ld_out, size_t stride_out) {
+    if (batch == 0 || t == 0)
+        return;
+    if (batch == 1 || (x.stride == t * x.ld && stride_out == t * ld_out)) {
+        kernels->linear(batch * t, out_w, in_w, x.x, x.ld, w, bias, out, ld_out);
+        return;
+    }
+    for (size_t b = 0; b < batch; b++)
+        kernels->linear(t, out_w, in_w, x.x + b * x.stride, x.ld, w, bias, out + b * stride_out,
+                        ld_out);
+}
+
+void nw_attention_run(const nw_kernels *kernels, nw_attention_args *a, void *workspace,
+                      size_t threads) {
+    const nwattn_attention_params *p = a->params;
+    layout f = {0, 0, 0, 0};
+    buffer_floats(a, &f); /* cannot fail: the workspace was sized with it */
+    float *q = workspace;
+    float *k = q + nw_round_up(f.q * sizeof(float)) / sizeof(float);
+    float *v = k + nw_round_up(f.k * sizeof(float)) / sizeof(float);
+    float *c = v + nw_round_up(f.v * sizeof(float)) / sizeof(float);
+    void *pool_scratch = c + nw_round_up(f.c * sizeof(float)) / sizeof(float);
+
+    project(kernels, a->batch, a->t_q, p->d_qk, p->d_q_in, a->x_q, p->w_q, p->b_q, q, p->d_qk,
+            a->t_q * p->d_qk);
+    project(kernels, a->batch, a->t_kv, p->d_qk, p->d_k_in, a->x_k, p->w_k, p->b_k, k, p->d_qk,
+            a->t_kv * p->d_qk);
+    project(kernels, a->batch, a->t_kv, p->d_v, p->d_v_in, a->x_v, p->w_v, p->b_v, v, p->d_v,
+            a->t_kv * p->d_v);
+    aim_pool(a, q, k, v, c);
+    kernels->pool(&a->pool, pool_scratch, threads);
+    if (p->w_o != NULL) {
+        const nw_seq concat = {c, p->d_v, a->t_q * p->d_v};
+        project(kernels, a->batch, a->t_q, p->d_out, p->d_v, concat, p->w_o, p->b_o, a->y,
+                a->ldy, a->stride_y);
+    }
+}

@@ -1,0 +1,375 @@
+/* The fused backend against the unfused BLAS backend and the reference, for every score kind
+ * and mask, on shapes around the tile sizes: ragged tile edges, m or n smaller than a tile,
+ * T = 1, dv != d, wide rows that shrink the tiles, padded layouts and broadcast keys. Also:
+ * thread counts give identical bits, working memory stays tile-sized, fully masked rows. */
+#include "attn_testutil.h"
+
+#define SENTINEL 12345.0f
+
+enum {
+    MK_CAUSAL = 1 << 0,
+    MK_LENS = 1 << 1,     /* per item, some 0 */
+    MK_LENS_ROW = 1 << 2, /* per row, some 0 */
+    MK_LOO = 1 << 3,
+    MK_ADD = 1 << 4,      /* finite in [-2, 2] */
+    MK_NEGINF = 1 << 5,   /* with MK_ADD: about 20 % -INFINITY */
+    MK_KEEP = 1 << 6,     /* about 30 % zero bytes */
+};
+
+typedef struct problem {
+    size_t batch, m, n, d, dv;
+    size_t ldq, ldk, ldv, ldo, stride_q, stride_k, stride_v, stride_o;
+    float *q, *k, *v;
+    float *bandwidths;
+    nwattn_score score;
+    nwattn_mask mask;
+    size_t *lens;
+    float *additive;
+    unsigned char *keep;
+} problem;
+
+static size_t buffer_floats(size_t batch, size_t rows, size_t ld, size_t stride) {
+    return (batch > 0 ? batch - 1 : 0) * stride + rows * ld + 1;
+}
+
+/* A random problem; `layout` pads leading dimensions and strides, and shares K and V between
+ * the items (stride 0) when layout is 2. */
+static problem make_problem(at_rng *r, nwattn_score_kind kind, int per_dim, unsigned masks,
+                            size_t batch, size_t m, size_t n, size_t d, size_t dv, int layout) {
+    problem p = {.batch = batch, .m = m, .n = n, .d = d, .dv = dv};
+    size_t pad = layout ? 3 : 0;
+    p.ldq = d + pad, p.ldk = d + pad / 2, p.ldv = dv + pad, p.ldo = dv + pad;
+    p.stride_q = m * p.ldq + pad;
+    p.stride_k = layout == 2 ? 0 : n * p.ldk + pad;
+    p.stride_v = layout == 2 ? 0 : n * p.ldv + 1;
+    p.stride_o = m * p.ldo + pad;
+    p.q = at_random(r, buffer_floats(batch, m, p.ldq, p.stride_q), -1.0f, 1.0f);
+    p.k = at_random(r, buffer_floats(batch, n, p.ldk, p.stride_k), -1.0f, 1.0f);
+    p.v = at_random(r, buffer_floats(batch, n, p.ldv, p.stride_v), -1.0f, 1.0f);
+    p.score.kind = kind;
+    p.score.scale = (float)(1.0 / sqrt((double)d));
+    p.score.bandwidth = kind == NWATTN_SCORE_GAUSSIAN ? 0.25f * sqrtf((float)d) : 0.5f;
+    if (per_dim) {
+        p.bandwidths = at_random(r, d, 0.3f, 2.0f);
+        for (size_t j = 0; j < d; j++)
+            p.bandwidths[j] *= sqrtf((float)d) * 0.25f;
+        p.score.bandwidths = p.bandwidths;
+    }
+    if (masks & MK_CAUSAL)
+        p.mask.flags |= NWATTN_MASK_CAUSAL;
+    if (masks & MK_LOO)
+        p.mask.flags |= NWATTN_MASK_LEAVE_ONE_OUT;
+    if (masks & (MK_LENS | MK_LENS_ROW)) {
+        size_t count = masks & MK_LENS_ROW ? batch * m : batch;
+        p.lens = malloc((count ? count : 1) * sizeof(size_t));
+        for (size_t i = 0; i < count; i++)
+            p.lens[i] = at_below(r, 5) == 0 ? 0 : at_below(r, n + 1);
+        p.mask.valid_lens = p.lens;
+        if (masks & MK_LENS_ROW)
+            p.mask.flags |= NWATTN_MASK_LENS_PER_ROW;
+    }
+    if (masks & MK_ADD) {
+        p.mask.ld_additive = n + 1;
+        p.mask.stride_additive = m * (n + 1);
+        size_t count = buffer_floats(batch, m, n + 1, p.mask.stride_additive);
+        p.additive = at_random(r, count, -2.0f, 2.0f);
+        if (masks & MK_NEGINF)
+            for (size_t i = 0; i < count; i++)
+                if (at_below(r, 5) == 0)
+                    p.additive[i] = -INFINITY;
+        p.mask.additive = p.additive;
+    }
+    if (masks & MK_KEEP) {
+        p.mask.ld_keep = n + 2;
+        p.mask.stride_keep = m * (n + 2) + 1;
+        size_t count = batch * p.mask.stride_keep + 1;
+        p.keep = malloc(count);
+        for (size_t i = 0; i < count; i++)
+            p.keep[i] = at_below(r, 10) < 3 ? 0 : (unsigned char)(1 + at_below(r, 255));
+        p.mask.keep = p.keep;
+    }
+    return p;
+}
+
+static void free_problem(problem *p) {
+    free(p->q), free(p->k), free(p->v), free(p->bandwidths), free(p->lens), free(p->additive);
+    free(p->keep);
+}
+
+typedef struct result {
+    float *o, *lse, *w;
+} result;
+
+/* Pools p with the backend; outputs start as SENTINEL, so untouched padding can be checked. */
+static result run(const problem *p, nwattn_backend backend, size_t threads, int weights) {
+    nwattn_context *ctx = at_context(backend, threads);
+    result res = {at_filled(buffer_floats(p->batch, p->m, p->ldo, p->stride_o), SENTINEL),
+                  at_filled(p->batch * p->m + 1, SENTINEL), NULL};
+    const size_t ldw = p->n + 1;
+    if (weights)
+        res.w = at_filled(buffer_floats(p->batch, p->m, ldw, p->m * ldw), SENTINEL);
+    AT_OK(ctx, nwattn_pool(ctx, &p->score, &p->mask, p->batch, p->m, p->n, p->d, p->dv, p->q,
+                           p->ldq, p->stride_q, p->k, p->ldk, p->stride_k, p->v, p->ldv,
+                           p->stride_v, res.o, p->ldo, p->stride_o, res.w, ldw, p->m * ldw,
+                           res.lse, p->m));
+    nwattn_context_destroy(ctx);
+    return res;
+}
+
+static void free_result(result *r) { free(r->o), free(r->lse), free(r->w); }
+
+/* got and want agree; got's output padding still holds the sentinel. */
+static void compare(const char *what, const problem *p, const result *got, const result *want,
+                    double atol) {
+    char name[160];
+    snprintf(name, sizeof name, "%s: o", what);
+    assert_true(at_close(name, p->batch, p->m, p->dv, got->o, p->ldo, p->stride_o, want->o,
+                         p->ldo, p->stride_o, atol, atol));
+    snprintf(name, sizeof name, "%s: lse", what);
+    assert_true(at_close(name, p->batch, 1, p->m, got->lse, 0, p->m, want->lse, 0, p->m, atol,
+                         atol));
+    if (got->w != NULL) {
+        snprintf(name, sizeof name, "%s: weights", what);
+        assert_true(at_close(name, p->batch, p->m, p->n, got->w, p->n + 1, p->m * (p->n + 1),
+                             want->w, p->n + 1, p->m * (p->n + 1), atol, atol));
+    }
+    for (size_t b = 0; b < p->batch; b++)
+        for (size_t i = 0; i < p->m; i++)
+            for (size_t c = p->dv; c < p->ldo; c++)
+                assert_true(got->o[b * p->stride_o + i * p->ldo + c] == SENTINEL);
+}
+
+typedef struct shape {
+    size_t batch, m, n, d, dv;
+} shape;
+
+static const shape shapes[] = {
+    {1, 1, 1, 1, 1},    /* the smallest */
+    {2, 1, 300, 5, 3},  /* T = 1: one query against ragged key tiles */
+    {2, 67, 131, 8, 3}, /* ragged query and key tiles */
+    {1, 130, 300, 16, 16},
+    {3, 3, 5, 2, 7},    /* smaller than a tile, dv > d */
+    {1, 64, 256, 64, 64}, /* exactly one tile each way at d = 64 */
+    {1, 70, 40, 300, 20}, /* wide rows: the tiles shrink */
+    {2, 9, 0, 4, 3},    /* no keys */
+};
+
+static const unsigned mask_sets[] = {
+    0, MK_CAUSAL, MK_LENS, MK_LENS_ROW, MK_LOO, MK_ADD, MK_ADD | MK_NEGINF, MK_KEEP,
+    MK_CAUSAL | MK_LENS | MK_KEEP | MK_ADD, MK_LOO | MK_LENS_ROW | MK_ADD | MK_NEGINF,
+};
+
+/* Every score kind × mask × shape: FUSED and BLAS against REFERENCE, FUSED against BLAS. */
+static void check_kind(nwattn_score_kind kind, int per_dim) {
+    at_rng r = {(uint64_t)kind * 1000 + (uint64_t)per_dim};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        for (size_t mk = 0; mk < sizeof mask_sets / sizeof mask_sets[0]; mk++) {
+            const shape *sh = &shapes[s];
+            problem p = make_problem(&r, kind, per_dim, mask_sets[mk], sh->batch, sh->m, sh->n,
+                                     sh->d, sh->dv, (int)((s + mk) % 3));
+            result ref = run(&p, NWATTN_BACKEND_REFERENCE, 1, 0);
+            result blas = run(&p, NWATTN_BACKEND_BLAS, 1, 0);
+            result fused = run(&p, NWATTN_BACKEND_FUSED, 2, 0);
+            char what[120];
+            snprintf(what, sizeof what, "kind %d%s shape %zu masks 0x%x: fused vs ref",
+                     (int)kind, per_dim ? " per-dim" : "", s, mask_sets[mk]);
+            compare(what, &p, &fused, &ref, 5e-5);
+            snprintf(what, sizeof what, "kind %d%s shape %zu masks 0x%x: blas vs ref", (int)kind,
+                     per_dim ? " per-dim" : "", s, mask_sets[mk]);
+            compare(what, &p, &blas, &ref, 5e-5);
+            snprintf(what, sizeof what, "kind %d%s shape %zu masks 0x%x: fused vs blas",
+                     (int)kind, per_dim ? " per-dim" : "", s, mask_sets[mk]);
+            compare(what, &p, &fused, &blas, 5e-5);
+            free_result(&ref), free_result(&blas), free_result(&fused);
+            free_problem(&p);
+        }
+}
+
+static void test_dot(void **state) {
+    (void)state;
+    check_kind(NWATTN_SCORE_DOT, 0);
+}
+static void test_gaussian(void **state) {
+    (void)state;
+    check_kind(NWATTN_SCORE_GAUSSIAN, 0);
+}
+static void test_gaussian_per_dimension(void **state) {
+    (void)state;
+    check_kind(NWATTN_SCORE_GAUSSIAN, 1);
+}
+static void test_laplace(void **state) {
+    (void)state;
+    check_kind(NWATTN_SCORE_LAPLACE, 0);
+}
+
+/* Fused with a weights output (second pass exp(s - lse)) against the reference's weights. */
+static void test_weights_output(void **state) {
+    (void)state;
+    at_rng r = {7};
+    for (unsigned mk = 0; mk < sizeof mask_sets / sizeof mask_sets[0]; mk++) {
+        problem p = make_problem(&r, NWATTN_SCORE_DOT, 0, mask_sets[mk], 2, 70, 300, 8, 5, 1);
+        result ref = run(&p, NWATTN_BACKEND_REFERENCE, 1, 1);
+        result fused = run(&p, NWATTN_BACKEND_FUSED, 1, 1);
+        compare("fused weights", &p, &fused, &ref, 1e-5);
+        free_result(&ref), free_result(&fused);
+        free_problem(&p);
+    }
+}
+
+/* Units are independent, so any thread count gives the very same bits. */
+static void test_threads_same_bits(void **state) {
+    (void)state;
+    at_rng r = {11};
+    problem p = make_problem(&r, NWATTN_SCORE_GAUSSIAN, 0, MK_CAUSAL | MK_ADD, 3, 200, 333, 12,
+                             9, 1);
+    result one = run(&p, NWATTN_BACKEND_FUSED, 1, 0);
+    const size_t counts[] = {2, 3, 5, 64};
+    for (size_t t = 0; t < sizeof counts / sizeof counts[0]; t++) {
+        result many = run(&p, NWATTN_BACKEND_FUSED, counts[t], 0);
+        assert_true(at_same_bits(one.o, many.o, buffer_floats(p.batch, p.m, p.ldo, p.stride_o)));
+        assert_true(at_same_bits(one.lse, many.lse, p.batch * p.m));
+        free_result(&many);
+    }
+    free_result(&one);
+    free_problem(&p);
+}
+
+/* Rows with every key masked: exactly zero outputs and weights, lse -INFINITY, like unfused. */
+static void test_fully_masked_rows(void **state) {
+    (void)state;
+    at_rng r = {13};
+    problem p = make_problem(&r, NWATTN_SCORE_DOT, 0, 0, 2, 70, 300, 4, 6, 0);
+    size_t lens[2] = {0, 300};
+    unsigned char *keep = calloc(70 * 300, 1);
+    for (size_t j = 0; j < 300; j++)
+        keep[5 * 300 + j] = 1; /* item 1: only row 5 keeps anything */
+    p.mask.valid_lens = lens;
+    p.mask.keep = keep, p.mask.ld_keep = 300, p.mask.stride_keep = 0;
+    const nwattn_backend backends[] = {NWATTN_BACKEND_FUSED, NWATTN_BACKEND_BLAS};
+    for (int bk = 0; bk < 2; bk++) {
+        result res = run(&p, backends[bk], 2, 1);
+        for (size_t b = 0; b < 2; b++)
+            for (size_t i = 0; i < 70; i++) {
+                if (b == 1 && i == 5)
+                    continue;
+                assert_true(res.lse[b * 70 + i] == -INFINITY);
+                for (size_t c = 0; c < 6; c++)
+                    assert_true(res.o[b * p.stride_o + i * p.ldo + c] == 0.0f);
+                for (size_t j = 0; j < 300; j++)
+                    assert_true(res.w[b * 70 * 301 + i * 301 + j] == 0.0f);
+            }
+        assert_true(isfinite(res.lse[70 + 5]));
+        free_result(&res);
+    }
+    p.mask.valid_lens = NULL, p.mask.keep = NULL;
+    free(keep);
+    free_problem(&p);
+}
+
+/* The fused path's working memory is a few tiles, whatever m and n. */
+static void test_workspace_tile_sized(void **state) {
+    (void)state;
+    at_rng r = {17};
+    size_t bytes[2];
+    const size_t sizes[2] = {256, 2048};
+    for (int s = 0; s < 2; s++) {
+        size_t n = sizes[s];
+        float *q = at_random(&r, n * 64, -1.0f, 1.0f), *o = at_filled(n * 64, 0.0f);
+        nwattn_context *ctx = at_context(NWATTN_BACKEND_FUSED, 1);
+        nwattn_score dot = {NWATTN_SCORE_DOT, 0.125f, 0.0f, NULL};
+        AT_OK(ctx, nwattn_pool(ctx, &dot, NULL, 1, n, n, 64, 64, q, 64, 0, q, 64, 0, q, 64, 0,
+                               o, 64, 0, NULL, 0, 0, NULL, 0));
+        bytes[s] = nwattn_context_workspace_bytes(ctx);
+        nwattn_context_destroy(ctx);
+        free(q), free(o);
+    }
+    assert_true(bytes[0] == bytes[1]);
+    assert_true(bytes[1] < ((size_t)1 << 20));
+}
+
+/* Average pooling through the fused driver. */
+static void test_average_pool(void **state) {
+    (void)state;
+    at_rng r = {19};
+    for (unsigned mk = 0; mk < sizeof mask_sets / sizeof mask_sets[0]; mk++) {
+        problem p = make_problem(&r, NWATTN_SCORE_DOT, 0, mask_sets[mk], 2, 70, 300, 1, 5, 1);
+        float *want = at_filled(buffer_floats(2, 70, p.ldo, p.stride_o), SENTINEL);
+        float *got = at_filled(buffer_floats(2, 70, p.ldo, p.stride_o), SENTINEL);
+        nwattn_context *ref = at_context(NWATTN_BACKEND_REFERENCE, 1);
+        nwattn_context *fused = at_context(NWATTN_BACKEND_FUSED, 2);
+        AT_OK(ref, nwattn_average_pool(ref, &p.mask, 2, 70, 300, 5, p.v, p.ldv, p.stride_v, want,
+                                       p.ldo, p.stride_o));
+        AT_OK(fused, nwattn_average_pool(fused, &p.mask, 2, 70, 300, 5, p.v, p.ldv, p.stride_v,
+                                         got, p.ldo, p.stride_o));
+        assert_true(at_close("average pool fused vs ref", 2, 70, 5, got, p.ldo, p.stride_o, want,
+                             p.ldo, p.stride_o, 1e-5, 1e-5));
+        nwattn_context_destroy(ref), nwattn_context_destroy(fused);
+        free(want), free(got);
+        free_problem(&p);
+    }
+}
+
+/* AUTO on both sides of its thresholds (few keys, wide rows), also with a weights output,
+ * with and without threads, agrees with the reference. */
+static void test_auto(void **state) {
+    (void)state;
+    at_rng r = {23};
+    const size_t cases[][3] = {{16, 8, 0}, {300, 8, 0}, {300, 8, 1}, {300, 200, 0}};
+    for (int c = 0; c < 4; c++)
+        for (size_t threads = 1; threads <= 2; threads++) {
+            problem p = make_problem(&r, NWATTN_SCORE_DOT, 0, MK_CAUSAL, 1, 130, cases[c][0],
+                                     cases[c][1], 4, 0);
+            result ref = run(&p, NWATTN_BACKEND_REFERENCE, 1, (int)cases[c][2]);
+            result aut = run(&p, NWATTN_BACKEND_AUTO, threads, (int)cases[c][2]);
+            compare("auto vs ref", &p, &aut, &ref, 5e-5);
+            free_result(&ref), free_result(&aut);
+            free_problem(&p);
+        }
+}
+
+/* The other primitives run under FUSED like under BLAS; the thread setting is checked. */
+static void test_context_settings(void **state) {
+    (void)state;
+    nwattn_context *ctx = at_context(NWATTN_BACKEND_FUSED, 1);
+    assert_int_equal(nwattn_context_get_backend(ctx), NWATTN_BACKEND_FUSED);
+    assert_int_equal(nwattn_context_set_threads(ctx, 0), NWATTN_ERR_BAD_PARAMETER);
+    assert_true(strstr(nwattn_context_last_error(ctx), "threads") != NULL);
+    assert_int_equal(nwattn_context_set_threads(ctx, NWATTN_MAX_THREADS + 1),
+                     NWATTN_ERR_BAD_PARAMETER);
+    assert_int_equal(nwattn_context_get_threads(ctx), 1);
+    assert_int_equal(nwattn_context_set_threads(ctx, 4), NWATTN_OK);
+    assert_int_equal(nwattn_context_get_threads(ctx), 4);
+    assert_int_equal(nwattn_context_get_threads(NULL), 1);
+    assert_int_equal(nwattn_context_set_threads(NULL, 2), NWATTN_ERR_NULL_POINTER);
+    assert_int_equal(nwattn_context_set_backend(ctx, (nwattn_backend)4), NWATTN_ERR_BAD_ENUM);
+
+    const float a[6] = {1, 2, 3, 4, 5, 6}, b[6] = {1, 0, 0, 1, 1, 1};
+    float c[4] = {0};
+    AT_OK(ctx, nwattn_bmm(ctx, 1, 2, 2, 3, a, 3, 0, b, 2, 0, c, 2, 0));
+    assert_true(c[0] == 4 && c[1] == 5 && c[2] == 10 && c[3] == 11);
+    nwattn_score dot = {NWATTN_SCORE_DOT, 1.0f, 0.0f, NULL};
+    float s[4];
+    AT_OK(ctx, nwattn_scores(ctx, &dot, 1, 2, 2, 3, a, 3, 0, a, 3, 0, s, 2, 0));
+    assert_true(s[0] == 14 && s[1] == 32 && s[3] == 77);
+    float w[4];
+    AT_OK(ctx, nwattn_softmax(ctx, NULL, 1, 2, 2, s, 2, 0, w, 2, 0, NULL, 0));
+    assert_true(fabsf(w[0] + w[1] - 1.0f) < 1e-6f);
+    nwattn_context_destroy(ctx);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_dot),
+        cmocka_unit_test(test_gaussian),
+        cmocka_unit_test(test_gaussian_per_dimension),
+        cmocka_unit_test(test_laplace),
+        cmocka_unit_test(test_weights_output),
+        cmocka_unit_test(test_threads_same_bits),
+        cmocka_unit_test(test_fully_masked_rows),
+        cmocka_unit_test(test_workspace_tile_sized),
+        cmocka_unit_test(test_average_pool),
+        cmocka_unit_test(test_auto),
+        cmocka_unit_test(test_context_settings),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
