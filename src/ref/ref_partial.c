@@ -78,7 +78,7 @@ static void partial_row(const nw_pool_args *a, size_t b, size_t h, size_t i, dou
 void nw_ref_partial(const nw_pool_args *a, void *scratch, size_t threads) {
     (void)threads;
     double *values = scratch;
-    double *acc = values + a->n;
+    double *acc = values != NULL ? values + a->n : NULL; /* no scratch when n + dv == 0 */
     for (size_t b = 0; b < a->batch; b++)
         for (size_t h = 0; h < a->heads; h++)
             for (size_t i = 0; i < a->m; i++)
