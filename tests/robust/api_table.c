@@ -5,19 +5,28 @@
  * 1. Write an invoke shim that passes the case's dimensions and buffers to the function, in the
  *    order of its prototype: D(c, i) is dimension i, F(c, i) / LD(c, i) / ST(c, i) are operand
  *    i's pointer, leading dimension and batch stride; SCORE(c) and MASK(c) the score and mask
- *    (NULL when the case passes none); c->param[p] a scalar parameter.
- * 2. Add a row to at_functions[]: its dimensions (name, two base sizes for the bad-input matrix,
- *    the largest size random cases use, what 0 means, per the header), the batch dimension, its
- *    operands (role, element type, fill, extents as products of dimensions, AT_HAS_LD /
- *    AT_HAS_STRIDE / AT_BLAS), score_dim if it takes an nwattn_score (the table adds
- *    score.bandwidths), mask_m_dim / mask_n_dim if it takes an nwattn_mask (the table adds
- *    valid_lens, additive and keep), scalar parameters with their validity rule, an in-place
- *    pair if the header allows one, and optionally an `agree` function comparing BLAS with
- *    REFERENCE within the documented accuracy (the fuzzer uses it).
+ *    (NULL when the case passes none); c->param[p] a scalar parameter; struct parameters (a
+ *    state, the layer's weights) are assembled in the shim from operands and passed as NULL
+ *    when bit s of c->null_structs is set (see invoke_partial, invoke_attention).
+ * 2. Add a row to at_functions[]:
+ *    - dims: DIM(name, base size 0, base size 1, largest random size, what 0 means per the
+ *      header: AT_ZERO_EMPTY / _DEFINED / _INVALID); DIM_FACTOR for a dimension that is only a
+ *      factor of a product the function checks first (heads); DIM_OFFSET for an offset added
+ *      to another dimension (key_offset, first). batch_dim: the batch dimension or -1.
+ *    - ops: each operand's name, role (AT_IN, AT_OUT, AT_IN_OPT, AT_OUT_OPT, AT_INOUT), element
+ *      type, fill, extents (EXT(dim), EXT2(dim, dim) for a product, ONE), flags (MAT = leading
+ *      dimension and batch stride, AT_BLAS if its leading dimension reaches a BLAS call,
+ *      AT_SHARED_STRIDE for a stride passed once for two arrays) and, rarely, a shape function.
+ *    - score_dim if it takes an nwattn_score (the table adds score.bandwidths; score_optional
+ *      if NULL is a valid default), mask_m_dim / mask_n_dim if it takes an nwattn_mask (the
+ *      table adds valid_lens, additive and keep; lens_any if lengths may exceed n), n_structs
+ *      and their names, scalar params with their rule, an in-place output/input pair if the
+ *      header allows one, dim_used if a dimension matters only with some operand present.
+ *    - agree: compares a fast backend's result with REFERENCE's within the documented accuracy
+ *      (agree_identical for functions with one implementation); NULL to compare statuses only.
  * Every bad-input class, the allocation-failure sweep, the thread stress test and the fuzzer
- * then cover it; nothing else needs to change. If a prototype needs something the description
- * cannot express (an operand whose extent is not a product of two dimensions, say), give the
- * operand a `shape` function, as mask.valid_lens has. */
+ * then cover it; nothing else needs to change. test_bad_inputs fails if a class never applies
+ * to any function, so a new class of bad input that needs new description fields shows up. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
