@@ -33,7 +33,8 @@ typedef struct unit {
     nw_mask_row *mask_rows; /* one per row */
     double *max, *sum;
     float *qp, *qnorm, *kp, *knorm; /* rescaled rows (distance scores, rescaled dot) */
-    double *centre, *inv_h;         /* distance scores only */
+    const nw_fused_item *item;      /* the item's key statistics */
+    const double *centre, *inv_h;   /* distance scores only: the item's mean key, 1/h */
     int exact;     /* scores from the reference formulas (NaN or Inf in the data) */
     int rescaled;  /* dot scores on rescaled copies */
     int exponent;  /* distance coordinates times 2^-exponent; for dot the keys' exponent */
@@ -62,6 +63,9 @@ static void unit_init(unit *u, const nw_fused_plan *plan, size_t index, size_t w
     u->v = NW_ITEM(a, v, u->b, u->h);
     u->acc = NW_ITEM(a, o, u->b, u->h) + u->i0 * a->ldo;
     u->scale = 1.0;
+    u->item = &plan->item[item];
+    u->centre = plan->centre != NULL ? plan->centre + item * a->d : NULL;
+    u->inv_h = plan->inv_h;
 
     const size_t bm = plan->bm, bn = plan->bn, d = a->d;
     unsigned char *cursor = plan->scratch + worker * plan->unit_bytes;
@@ -75,8 +79,6 @@ static void unit_init(unit *u, const nw_fused_plan *plan, size_t index, size_t w
         u->qnorm = (float *)(void *)take(&cursor, bm, sizeof(float));
         u->kp = (float *)(void *)take(&cursor, bn * d, sizeof(float));
         u->knorm = (float *)(void *)take(&cursor, bn, sizeof(float));
-        u->centre = (double *)(void *)take(&cursor, d, 2 * sizeof(double));
-        u->inv_h = u->centre + d;
     }
 }
 
@@ -88,15 +90,30 @@ static void copy_scaled(size_t rows, size_t cols, const float *src, size_t ld, i
             dst[i * cols + j] = (float)ldexp((double)src[i * ld + j], -exponent);
 }
 
-/* Chooses how the unit's scores are formed (see the top of the file) from its queries and all
- * keys of the item, so that every tile of the unit uses the same scale. */
+void nw_fused_prepare_item(const nw_fused_plan *plan, size_t index) {
+    const nw_pool_args *a = plan->a;
+    nw_fused_item *item = &plan->item[index];
+    const float *k = NW_ITEM(a, k, index / a->heads, index % a->heads);
+    item->max_k = item->max_rk = 0.0;
+    if (a->score.kind == NW_SCORE_ZERO || a->n == 0)
+        return;
+    item->max_k = nw_max_abs(a->n, a->d, k, a->ldk);
+    if (plan->centre != NULL && item->max_k >= 0.0) {
+        double *centre = plan->centre + index * a->d;
+        nw_mean_key(a->n, a->d, k, a->ldk, centre);
+        item->max_rk = nw_max_rescaled(a->n, a->d, k, a->ldk, centre, plan->inv_h);
+    }
+}
+
+/* Chooses how the unit's scores are formed (see the top of the file) from its queries and the
+ * item's key statistics, so that every tile of the unit uses the same scale. */
 static void choose_scores(unit *u) {
     const nw_pool_args *a = u->a;
     const size_t d = a->d;
     if (a->score.kind == NW_SCORE_ZERO)
         return;
     const double max_q = nw_max_abs(u->rows, d, u->q, a->ldq);
-    const double max_k = nw_max_abs(a->n, d, u->k, a->ldk);
+    const double max_k = u->item->max_k;
     if (max_q < 0.0 || max_k < 0.0) {
         u->exact = 1;
         return;
@@ -113,11 +130,8 @@ static void choose_scores(unit *u) {
         copy_scaled(u->rows, d, u->q, a->ldq, eq, u->qp);
         return;
     }
-    nw_inverse_bandwidths(&a->score, d, u->inv_h);
-    nw_mean_key(a->n, d, u->k, a->ldk, u->centre); /* all keys: one centre per item */
     u->exponent = nw_distance_exponent(
-        fmax(nw_max_rescaled(a->n, d, u->k, a->ldk, u->centre, u->inv_h),
-             nw_max_rescaled(u->rows, d, u->q, a->ldq, u->centre, u->inv_h)));
+        fmax(u->item->max_rk, nw_max_rescaled(u->rows, d, u->q, a->ldq, u->centre, u->inv_h)));
     u->scale = nw_distance_scale(a->score.kind, u->exponent);
     nw_rescale_rows(u->rows, d, u->q, a->ldq, u->centre, u->inv_h, u->exponent, u->qp,
                     u->qnorm);
