@@ -14,13 +14,14 @@
  *      factor of a product the function checks first (heads); DIM_OFFSET for an offset added
  *      to another dimension (key_offset, first). batch_dim: the batch dimension or -1.
  *    - ops: each operand's name, role (AT_IN, AT_OUT, AT_IN_OPT, AT_OUT_OPT, AT_INOUT), element
- *      type, fill, extents (EXT(dim), EXT2(dim, dim) for a product, ONE), flags (MAT = leading
+ *      type (AT_F32, AT_F64 for double outputs such as a loss, AT_SIZE, AT_U8), fill, extents (EXT(dim), EXT2(dim, dim) for a product, ONE), flags (MAT = leading
  *      dimension and batch stride, AT_BLAS if its leading dimension reaches a BLAS call,
  *      AT_SHARED_STRIDE for a stride passed once for two arrays) and, rarely, a shape function.
  *    - score_dim if it takes an nwattn_score (the table adds score.bandwidths; score_optional
  *      if NULL is a valid default), mask_m_dim / mask_n_dim if it takes an nwattn_mask (the
  *      table adds valid_lens, additive and keep; lens_any if lengths may exceed n), n_structs
- *      and their names, scalar params with their rule, an in-place output/input pair if the
+ *      and their names, scalar params (also enum fields of a struct the shim builds, such as
+ *      a model's kernel) with their rule, an in-place output/input pair if the
  *      header allows one, dim_used if a dimension matters only with some operand present.
  *    - agree: compares a fast backend's result with REFERENCE's within the documented accuracy
  *      (agree_identical for functions with one implementation); NULL to compare statuses only.

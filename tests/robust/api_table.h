@@ -66,7 +66,7 @@ typedef struct at_extent {
 /* AT_INOUT: read and written (a state merged into): filled like an input, checked like an
  * output. */
 typedef enum at_role { AT_IN, AT_OUT, AT_IN_OPT, AT_OUT_OPT, AT_INOUT } at_role;
-typedef enum at_elem { AT_F32, AT_SIZE, AT_U8 } at_elem;
+typedef enum at_elem { AT_F32, AT_F64, AT_SIZE, AT_U8 } at_elem;
 typedef enum at_fill {
     AT_FILL_DATA,     /* floats: inputs of the computation */
     AT_FILL_POSITIVE, /* floats > 0: bandwidths */
@@ -100,13 +100,15 @@ typedef struct at_operand {
 /* A scalar parameter of a function (learning rate, iteration count...), checked by the table's
  * generic bad-parameter class. The invoke shim reads it as c->param[index]. */
 typedef enum at_param_rule {
-    AT_PARAM_FINITE,         /* any finite value: bad are NaN, ±Inf */
-    AT_PARAM_POSITIVE_FINITE /* finite and > 0: bad are also 0, -0, negatives */
+    AT_PARAM_FINITE,          /* any finite value: bad are NaN, ±Inf (NWATTN_ERR_BAD_PARAMETER) */
+    AT_PARAM_POSITIVE_FINITE, /* finite and > 0: bad are also 0, -0, negatives */
+    AT_PARAM_ENUM             /* 0 .. count-1: bad are count, -1, INT_MAX (NWATTN_ERR_BAD_ENUM) */
 } at_param_rule;
 typedef struct at_param {
     const char *name;
     at_param_rule rule;
     double base; /* the value valid cases use */
+    int count;   /* AT_PARAM_ENUM: the number of valid values */
 } at_param;
 
 typedef struct at_fn {

@@ -447,16 +447,20 @@ static int bad_parameter(int v, at_case *c, at_bad *bad) {
     static const double finite_bad[] = {NAN, INFINITY, -INFINITY};
     static const double positive_bad[] = {NAN, INFINITY, -INFINITY, 0.0, -0.0, -1.0};
     for (int p = 0; p < c->fn->n_params; p++) {
-        const int positive = c->fn->params[p].rule == AT_PARAM_POSITIVE_FINITE;
-        const double *values = positive ? positive_bad : finite_bad;
-        const int count = positive ? 6 : 3;
+        const at_param *param = &c->fn->params[p];
+        const double enum_bad[] = {(double)param->count, -1.0, (double)INT_MAX};
+        const double *values = param->rule == AT_PARAM_POSITIVE_FINITE ? positive_bad
+                               : param->rule == AT_PARAM_ENUM         ? enum_bad
+                                                                      : finite_bad;
+        const int count = param->rule == AT_PARAM_POSITIVE_FINITE ? 6 : 3;
         if (v >= count) {
             v -= count;
             continue;
         }
         c->param[p] = values[v];
-        snprintf(bad->label, sizeof bad->label, "%s = %g", c->fn->params[p].name, values[v]);
-        expect_all(bad, NWATTN_ERR_BAD_PARAMETER);
+        snprintf(bad->label, sizeof bad->label, "%s = %g", param->name, values[v]);
+        expect_all(bad, param->rule == AT_PARAM_ENUM ? NWATTN_ERR_BAD_ENUM
+                                                     : NWATTN_ERR_BAD_PARAMETER);
         return 1;
     }
     return 0;

@@ -100,6 +100,8 @@ size_t at_elem_bytes(at_elem elem) {
     switch (elem) {
     case AT_F32:
         return sizeof(float);
+    case AT_F64:
+        return sizeof(double);
     case AT_SIZE:
         return sizeof(size_t);
     case AT_U8:
@@ -298,7 +300,12 @@ static void fill_element(const at_case *c, int i, void *p, void *user) {
     switch (c->op[i].fill) {
     case AT_FILL_DATA:
         x = raw ? src_raw_float(src) : at_src_uniform(src, -2.0f, 2.0f);
-        memcpy(p, &x, sizeof x);
+        if (c->op[i].elem == AT_F64) {
+            const double xd = (double)x;
+            memcpy(p, &xd, sizeof xd);
+        } else {
+            memcpy(p, &x, sizeof x);
+        }
         break;
     case AT_FILL_POSITIVE: /* valid in both modes: raw ones are any positive finite float */
         x = raw && at_src_chance(src, 30) ? fabsf(src_raw_float(src)) : 0.0f;
