@@ -89,8 +89,12 @@ static void distance_scores(const nw_score *score, size_t m, size_t n, size_t d,
 void nw_blas_scores(const nw_score *score, size_t m, size_t n, size_t d, const float *q,
                     size_t ldq, const float *k, size_t ldk, float *t, size_t ldt,
                     double *row_scale, void *scratch) {
-    if (m == 0 || n == 0)
+    if (m == 0)
         return;
+    if (n == 0) { /* no scores, but the softmax still reads each row's scale */
+        fill_row_scale(m, row_scale, 1.0);
+        return;
+    }
     if (score->kind == NW_SCORE_ZERO) {
         for (size_t i = 0; i < m; i++)
             for (size_t j = 0; j < n; j++)
