@@ -10,11 +10,14 @@
  *    when bit s of c->null_structs is set (see invoke_partial, invoke_attention).
  * 2. Add a row to at_functions[]:
  *    - dims: DIM(name, base size 0, base size 1, largest random size, what 0 means per the
- *      header: AT_ZERO_EMPTY / _DEFINED / _INVALID); DIM_FACTOR for a dimension that is only a
+ *      header: AT_ZERO_EMPTY / _DEFINED / _INVALID); DIM_ZERO_STATUS when 0 is refused with
+ *      another status than NWATTN_ERR_BAD_DIMENSION; DIM_FACTOR for a dimension that is only a
  *      factor of a product the function checks first (heads); DIM_OFFSET for an offset added
  *      to another dimension (key_offset, first). batch_dim: the batch dimension or -1.
  *    - ops: each operand's name, role (AT_IN, AT_OUT, AT_IN_OPT, AT_OUT_OPT, AT_INOUT), element
- *      type (AT_F32, AT_F64 for double outputs such as a loss, AT_SIZE, AT_U8), fill, extents (EXT(dim), EXT2(dim, dim) for a product, ONE), flags (MAT = leading
+ *      type (AT_F32, AT_F64 for double outputs such as a loss, AT_SIZE, AT_U8), fill (an
+ *      array the function validates, like bandwidths or weights, takes AT_FILL_POSITIVE or
+ *      AT_FILL_NONNEG: the bad-entry class then puts NaN, Inf and out-of-range values in it), extents (EXT(dim), EXT2(dim, dim) for a product, ONE), flags (MAT = leading
  *      dimension and batch stride, AT_BLAS if its leading dimension reaches a BLAS call,
  *      AT_SHARED_STRIDE for a stride passed once for two arrays) and, rarely, a shape function.
  *    - score_dim if it takes an nwattn_score (the table adds score.bandwidths; score_optional
@@ -44,9 +47,12 @@
 /* Dimensions: name, the two base sizes, the largest random size, what 0 means. DIM_FACTOR
  * sizes no operand by itself (the overflow class skips it); DIM_OFFSET is added to dimension
  * `of` (the offset-overflow class sets it to SIZE_MAX). */
-#define DIM(name, b0, b1, max, zero) {name, {b0, b1}, max, zero, 0, -1}
-#define DIM_FACTOR(name, b0, b1, max, zero) {name, {b0, b1}, max, zero, 1, -1}
-#define DIM_OFFSET(name, b0, b1, max, of) {name, {b0, b1}, max, AT_ZERO_DEFINED, 1, of}
+#define DIM(name, b0, b1, max, zero) {name, {b0, b1}, max, zero, 0, -1, NWATTN_OK}
+#define DIM_FACTOR(name, b0, b1, max, zero) {name, {b0, b1}, max, zero, 1, -1, NWATTN_OK}
+#define DIM_OFFSET(name, b0, b1, max, of) {name, {b0, b1}, max, AT_ZERO_DEFINED, 1, of, NWATTN_OK}
+/* A dimension whose 0 is refused with `status` rather than NWATTN_ERR_BAD_DIMENSION. */
+#define DIM_ZERO_STATUS(name, b0, b1, max, status) \
+    {name, {b0, b1}, max, AT_ZERO_INVALID, 0, -1, status}
 
 #define EXT(a) {a, AT_ONE}
 #define EXT2(a, b) {a, b}

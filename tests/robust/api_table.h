@@ -56,6 +56,9 @@ typedef struct at_dim {
     /* An offset added to dimension offset_of (first + t - 1, key_offset + n): the overflow
      * class sets it to SIZE_MAX and expects NWATTN_ERR_OVERFLOW. -1 for ordinary dimensions. */
     int offset_of;
+    /* The status of 0 when zero is AT_ZERO_INVALID, if not NWATTN_ERR_BAD_DIMENSION (a
+     * regression without training points, say). 0: NWATTN_ERR_BAD_DIMENSION. */
+    nwattn_status zero_status;
 } at_dim;
 
 #define AT_ONE (-1) /* an extent of 1 */
@@ -69,7 +72,8 @@ typedef enum at_role { AT_IN, AT_OUT, AT_IN_OPT, AT_OUT_OPT, AT_INOUT } at_role;
 typedef enum at_elem { AT_F32, AT_F64, AT_SIZE, AT_U8 } at_elem;
 typedef enum at_fill {
     AT_FILL_DATA,     /* floats: inputs of the computation */
-    AT_FILL_POSITIVE, /* floats > 0: bandwidths */
+    AT_FILL_POSITIVE, /* floats > 0: bandwidths (the function checks: bad entries are a class) */
+    AT_FILL_NONNEG,   /* floats >= 0, some 0: weights (checked likewise) */
     AT_FILL_LENS,     /* size_t in 0 .. n: valid lengths */
     AT_FILL_KEEP,     /* bytes, mostly nonzero: keep mask */
     AT_FILL_ADDITIVE, /* floats, mostly 0, some -inf: additive mask */

@@ -221,7 +221,7 @@ static int zero_dimension(int v, at_case *c, at_bad *bad) {
     }
     switch (d->zero) {
     case AT_ZERO_INVALID:
-        expect_all(bad, NWATTN_ERR_BAD_DIMENSION);
+        expect_all(bad, d->zero_status != NWATTN_OK ? d->zero_status : NWATTN_ERR_BAD_DIMENSION);
         break;
     case AT_ZERO_EMPTY:
         expect_all(bad, NWATTN_OK);
@@ -353,17 +353,40 @@ static int bad_bandwidth(int v, at_case *c, at_bad *bad) {
     return 1;
 }
 
-static int bad_bandwidths_entry(int v, at_case *c, at_bad *bad) {
-    if (c->fn->score_dim < 0 || !(c->buf[c->op_bandwidths].block != NULL) || v >= 4 * N_BAD_POSITIVE)
-        return 0;
-    const size_t d = c->dim[c->fn->score_dim];
-    const size_t at = (v / N_BAD_POSITIVE) % 2 == 0 ? 0 : d - 1;
-    c->score.kind = v < 2 * N_BAD_POSITIVE ? NWATTN_SCORE_GAUSSIAN : NWATTN_SCORE_LAPLACE;
-    ((float *)c->buf[c->op_bandwidths].data)[at] = bad_positive[v % N_BAD_POSITIVE];
-    snprintf(bad->label, sizeof bad->label, "kind %d, bandwidths[%zu] = %g", (int)c->score.kind,
-             at, (double)bad_positive[v % N_BAD_POSITIVE]);
-    expect_all(bad, NWATTN_ERR_BAD_PARAMETER);
-    return 1;
+static const float bad_nonneg[] = {-1.0f, -FLT_MIN, NAN, -NAN, INFINITY, -INFINITY};
+#define N_BAD_NONNEG ((int)(sizeof bad_nonneg / sizeof bad_nonneg[0]))
+
+/* A bad entry (first or last) in an array the function validates: the score's bandwidths
+ * (under both distance kinds) or any operand filled AT_FILL_POSITIVE / AT_FILL_NONNEG. */
+static int bad_array_entry(int v, at_case *c, at_bad *bad) {
+    for (int i = 0; i < c->n_ops; i++) {
+        const at_fill fill = c->op[i].fill;
+        if ((fill != AT_FILL_POSITIVE && fill != AT_FILL_NONNEG) || c->buf[i].block == NULL ||
+            (i != c->op_bandwidths && !present(c, i)))
+            continue;
+        const int is_bw = i == c->op_bandwidths;
+        const float *values = fill == AT_FILL_POSITIVE ? bad_positive : bad_nonneg;
+        const int n_values = fill == AT_FILL_POSITIVE ? N_BAD_POSITIVE : N_BAD_NONNEG;
+        const int kinds = is_bw ? 2 : 1, variants = kinds * 2 * n_values;
+        if (v >= variants) {
+            v -= variants;
+            continue;
+        }
+        size_t items, rows, cols;
+        at_operand_shape(c, i, &items, &rows, &cols);
+        const size_t count = (items - 1) * c->buf[i].stride + (rows - 1) * c->buf[i].ld + cols;
+        if (items == 0 || rows == 0 || cols == 0)
+            return 0;
+        const size_t at = (v / n_values) % 2 == 0 ? 0 : count - 1; /* the last element */
+        if (is_bw)
+            c->score.kind = v < 2 * n_values ? NWATTN_SCORE_GAUSSIAN : NWATTN_SCORE_LAPLACE;
+        ((float *)c->buf[i].data)[at] = values[v % n_values];
+        snprintf(bad->label, sizeof bad->label, "%s[%zu] = %g", c->op[i].name, at,
+                 (double)values[v % n_values]);
+        expect_all(bad, NWATTN_ERR_BAD_PARAMETER);
+        return 1;
+    }
+    return 0;
 }
 
 static int bad_scale(int v, at_case *c, at_bad *bad) {
@@ -487,7 +510,7 @@ static const bad_class classes[] = {
     {"leading dimension beyond the BLAS integer", blas_leading_dim},
     {"unknown score kind", bad_score_kind},
     {"bad scalar bandwidth", bad_bandwidth},
-    {"bad per-dimension bandwidth", bad_bandwidths_entry},
+    {"bad entry in a validated array (bandwidths)", bad_array_entry},
     {"bad dot-product scale", bad_scale},
     {"unused score fields (valid)", ignored_fields},
     {"unknown mask flag", bad_mask_flags},

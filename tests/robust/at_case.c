@@ -313,6 +313,10 @@ static void fill_element(const at_case *c, int i, void *p, void *user) {
             x = at_src_uniform(src, 0.5f, 2.0f);
         memcpy(p, &x, sizeof x);
         break;
+    case AT_FILL_NONNEG:
+        x = at_src_chance(src, 20) ? 0.0f : at_src_uniform(src, 0.0f, 2.0f);
+        memcpy(p, &x, sizeof x);
+        break;
     case AT_FILL_LENS: {
         size_t n = c->dim[c->fn->mask_n_dim];
         size_t len = at_src_below(src, n + 1);
