@@ -437,9 +437,10 @@ void at_case_clone(at_case *dst, const at_case *src, int share_inputs) {
         db->snapshot = malloc(sb->block_bytes);
         if (db->block == NULL || db->snapshot == NULL)
             abort();
-        unpoison_block(sb);
-        memcpy(db->block, sb->block, sb->block_bytes);
-        poison_block(sb);
+        /* Fresh guards, and the buffer between them: the source's guards stay untouched (and
+         * poisoned), since other threads may be cloning the same source. */
+        fill_sentinel(db->block, sb->block_bytes, src->op[i].elem);
+        memcpy(db->block + GUARD_BYTES, sb->block + GUARD_BYTES, data_bytes_of(sb));
         db->data = db->block + ((unsigned char *)sb->data - sb->block);
         poison_block(db);
     }
