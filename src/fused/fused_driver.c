@@ -1,4 +1,5 @@
 /* The fused driver: tile sizes, working memory, and the units spread over the workers. */
+#include "blas/blas_distance.h"
 #include "fused_kernels.h"
 #include "threads.h"
 
@@ -35,18 +36,26 @@ void nw_fused_plan_init(nw_fused_plan *plan, const nw_pool_args *a, int partial)
     plan->scratch = NULL;
     tile_sizes(a, &plan->bm, &plan->bn);
     plan->blocks = plan->bm > 0 ? (a->m + plan->bm - 1) / plan->bm : 0;
-    /* Must match the carving in nw_fused_unit. */
+    /* Must match the carving in unit_init (fused_unit.c). */
     const size_t bm = plan->bm, bn = plan->bn, d = a->d;
     size_t total = 0, tile, qrows, krows;
     int ok = nw_mul(bm, bn, &tile) && nw_mul(bm, d, &qrows) && nw_mul(bn, d, &krows) &&
-             add_piece(&total, tile, sizeof(float)) &&           /* scores, then P */
-             add_piece(&total, bm, sizeof(nw_mask_row)) && /* mask rows */
-             add_piece(&total, bm, sizeof(float)) &&             /* running max */
-             add_piece(&total, bm, sizeof(double));              /* running sum */
-    if (ok && a->score.kind != NWATTN_SCORE_DOT && a->score.kind != NW_SCORE_ZERO)
+             add_piece(&total, tile, sizeof(float)) &&       /* scores, then P */
+             add_piece(&total, tile, sizeof(double)) &&      /* scores in double (exact mode) */
+             add_piece(&total, bm, sizeof(nw_mask_row)) &&   /* mask rows */
+             add_piece(&total, bm, sizeof(double)) &&        /* running max */
+             add_piece(&total, bm, sizeof(double));          /* running sum */
+    if (ok && a->score.kind != NW_SCORE_ZERO) /* rescaled rows */
         ok = add_piece(&total, qrows, sizeof(float)) && add_piece(&total, bm, sizeof(float)) &&
-             add_piece(&total, krows, sizeof(float)) && add_piece(&total, bn, sizeof(float)) &&
-             add_piece(&total, d, 2 * sizeof(float)); /* centre, 1/h */
+             add_piece(&total, krows, sizeof(float)) && add_piece(&total, bn, sizeof(float));
+    /* Shared: per item key statistics, and for distance scores the mean keys and 1/h. */
+    size_t shared = 0, centres;
+    plan->items = a->batch * a->heads; /* <= batch·heads·m, which the checks bounded */
+    ok = ok && add_piece(&shared, plan->items, sizeof(nw_fused_item));
+    if (ok && a->score.kind != NWATTN_SCORE_DOT && a->score.kind != NW_SCORE_ZERO)
+        ok = nw_mul(plan->items, d, &centres) && add_piece(&shared, centres, sizeof(double)) &&
+             add_piece(&shared, d, sizeof(double));
+    plan->shared_bytes = ok ? shared : SIZE_MAX;
     plan->unit_bytes = ok ? total : SIZE_MAX;
 }
 
@@ -59,7 +68,9 @@ static size_t workspace(const nw_pool_args *a, size_t threads, int partial) {
     nw_fused_plan plan;
     nw_fused_plan_init(&plan, a, partial);
     size_t bytes;
-    if (plan.unit_bytes == SIZE_MAX || !nw_mul(plan.unit_bytes, workers(&plan, threads), &bytes))
+    if (plan.unit_bytes == SIZE_MAX || plan.shared_bytes == SIZE_MAX ||
+        !nw_mul(plan.unit_bytes, workers(&plan, threads), &bytes) ||
+        !nw_add(bytes, plan.shared_bytes, &bytes))
         return SIZE_MAX;
     return bytes;
 }
@@ -68,13 +79,31 @@ static void run_unit(void *arg, size_t unit, size_t worker) {
     nw_fused_unit(arg, unit, worker);
 }
 
+static void run_item(void *arg, size_t item, size_t worker) {
+    (void)worker;
+    nw_fused_prepare_item(arg, item);
+}
+
 static void run(const nw_pool_args *a, void *scratch, size_t threads, int partial) {
     if (nw_pool_is_empty(a))
         return;
     nw_fused_plan plan;
     nw_fused_plan_init(&plan, a, partial);
-    plan.scratch = scratch;
-    nw_parallel_for(workers(&plan, threads), a->batch * a->heads * plan.blocks, run_unit, &plan);
+    /* Shared part first (carved as nw_fused_plan_init sized it), then the workers'. */
+    unsigned char *shared = scratch;
+    plan.item = (nw_fused_item *)(void *)shared;
+    plan.centre = plan.inv_h = NULL;
+    if (a->score.kind != NWATTN_SCORE_DOT && a->score.kind != NW_SCORE_ZERO) {
+        shared += nw_round_up(plan.items * sizeof(nw_fused_item));
+        plan.centre = (double *)(void *)shared;
+        shared += nw_round_up(plan.items * a->d * sizeof(double));
+        plan.inv_h = (double *)(void *)shared;
+        nw_inverse_bandwidths(&a->score, a->d, plan.inv_h);
+    }
+    plan.scratch = (unsigned char *)scratch + plan.shared_bytes;
+    const size_t n_workers = workers(&plan, threads);
+    nw_parallel_for(n_workers, plan.items, run_item, &plan);
+    nw_parallel_for(n_workers, plan.items * plan.blocks, run_unit, &plan);
 }
 
 size_t nw_fused_pool_workspace(const nw_pool_args *a, size_t threads) {
