@@ -52,7 +52,10 @@
 #define DIM_OFFSET(name, b0, b1, max, of) {name, {b0, b1}, max, AT_ZERO_DEFINED, 1, of, NWATTN_OK}
 /* A dimension whose 0 is refused with `status` rather than NWATTN_ERR_BAD_DIMENSION. */
 #define DIM_ZERO_STATUS(name, b0, b1, max, status) \
-    {name, {b0, b1}, max, AT_ZERO_INVALID, 0, -1, status}
+    {name, {b0, b1}, max, AT_ZERO_INVALID, 0, -1, status, 0}
+/* The same for a dimension whose random sizes must be at least min (too few points). */
+#define DIM_ZERO_STATUS_MIN(name, b0, b1, max, status, min) \
+    {name, {b0, b1}, max, AT_ZERO_INVALID, 0, -1, status, min}
 
 #define EXT(a) {a, AT_ONE}
 #define EXT2(a, b) {a, b}
@@ -414,6 +417,98 @@ static int attention_dim_used(const at_case *c, int dim) {
     return dim != AN_DOUT || c->buf[AN_WO].data != NULL;
 }
 
+/* ---- Nadaraya-Watson regression ------------------------------------------------------------- */
+/* The estimator struct, built from three enum parameters (kernel, degree, empty). */
+static nwattn_regression regression_of(const at_case *c, int first_param) {
+    nwattn_regression r;
+    r.kernel = (nwattn_kernel)(int)c->param[first_param];
+    r.degree = (nwattn_degree)(int)c->param[first_param + 1];
+    r.empty = (nwattn_empty)(int)c->param[first_param + 2];
+    return r;
+}
+#define MODEL(c) ((c->null_structs & 1u) ? NULL : &model)
+#define F64(c, i) ((double *)(c)->buf[i].data)
+#define SZ(c, i) ((size_t *)(c)->buf[i].data)
+#define REGRESSION_PARAMS                                                                       \
+    {{"model.kernel", AT_PARAM_ENUM, 0, 5},                                                     \
+     {"model.degree", AT_PARAM_ENUM, 0, 2},                                                     \
+     {"model.empty", AT_PARAM_ENUM, 0, 3}}
+
+/* ---- nwattn_nw_predict ---------------------------------------------------------------------- */
+enum { NP_M, NP_N, NP_D, NP_DV };
+enum { NP_XQ, NP_X, NP_Y, NP_YQ, NP_W, NP_FLAGS, NP_NFLAGGED, NP_BW };
+
+static nwattn_status invoke_nw_predict(nwattn_context *ctx, const at_case *c) {
+    const nwattn_regression model = regression_of(c, 0);
+    return nwattn_nw_predict(ctx, MODEL(c), F(c, NP_BW), D(c, NP_M), D(c, NP_N), D(c, NP_D),
+                             D(c, NP_DV), F(c, NP_XQ), LD(c, NP_XQ), F(c, NP_X), LD(c, NP_X),
+                             F(c, NP_Y), LD(c, NP_Y), F(c, NP_YQ), LD(c, NP_YQ), F(c, NP_W),
+                             LD(c, NP_W), (unsigned char *)c->buf[NP_FLAGS].data,
+                             SZ(c, NP_NFLAGGED));
+}
+
+/* ---- nwattn_nw_cv --------------------------------------------------------------------------- */
+enum { CV_N, CV_D, CV_DV, CV_NBW };
+enum { CV_X, CV_Y, CV_BW, CV_CV, CV_GRAD, CV_FLAGGED };
+
+static nwattn_status invoke_nw_cv(nwattn_context *ctx, const at_case *c) {
+    const nwattn_regression model = regression_of(c, 0);
+    return nwattn_nw_cv(ctx, MODEL(c), D(c, CV_N), D(c, CV_D), D(c, CV_DV), F(c, CV_X),
+                        LD(c, CV_X), F(c, CV_Y), LD(c, CV_Y), D(c, CV_NBW), F(c, CV_BW),
+                        LD(c, CV_BW), F64(c, CV_CV), F64(c, CV_GRAD), LD(c, CV_GRAD),
+                        SZ(c, CV_FLAGGED));
+}
+
+/* ---- nwattn_wmodel_evaluate ----------------------------------------------------------------- */
+enum { WE_M, WE_N, WE_D, WE_DV };
+enum { WE_XQ, WE_X, WE_Y, WE_T, WE_YHAT, WE_W, WE_LOSS, WE_GRAD };
+
+/* target is read (and checked) only for loss and grad, and required then: the shim passes it
+ * only with one of them, and them only with a target buffer (loss or grad without target is
+ * NWATTN_ERR_NULL_POINTER, tested in tests/test_nw_errors.c), so every configuration is valid. */
+/* From the configuration, so that it holds while the buffers are being built. */
+static int wmodel_wants_target(const at_case *c) {
+    return !(c->cfg.absent >> WE_LOSS & 1u) || !(c->cfg.absent >> WE_GRAD & 1u);
+}
+
+static nwattn_status invoke_wmodel_evaluate(nwattn_context *ctx, const at_case *c) {
+    const int has_target = !(c->cfg.absent >> WE_T & 1u);
+    const int wants_target = wmodel_wants_target(c);
+    return nwattn_wmodel_evaluate(ctx, (float)c->param[0], MASK(c), D(c, WE_M), D(c, WE_N),
+                                  D(c, WE_D), D(c, WE_DV), F(c, WE_XQ), LD(c, WE_XQ), F(c, WE_X),
+                                  LD(c, WE_X), F(c, WE_Y), LD(c, WE_Y), wants_target ? F(c, WE_T) : NULL, LD(c, WE_T),
+                                  F(c, WE_YHAT), LD(c, WE_YHAT), F(c, WE_W), LD(c, WE_W),
+                                  has_target ? F64(c, WE_LOSS) : NULL,
+                                  has_target ? F64(c, WE_GRAD) : NULL);
+}
+
+/* target is m×dv when loss or grad is asked for, else unused (empty: no class touches it). */
+static void wmodel_target_shape(const at_case *c, size_t *items, size_t *rows, size_t *cols) {
+    *items = 1;
+    *rows = c->dim[WE_M];
+    *cols = wmodel_wants_target(c) ? c->dim[WE_DV] : 0;
+}
+
+/* ---- nwattn_wmodel_train -------------------------------------------------------------------- */
+enum { WT_N, WT_D, WT_DV, WT_EPOCHS };
+enum { WT_X, WT_Y, WT_WP, WT_LOSSES };
+
+static nwattn_status invoke_wmodel_train(nwattn_context *ctx, const at_case *c) {
+    const nwattn_sgd sgd = {(float)c->param[0], D(c, WT_EPOCHS)};
+    return nwattn_wmodel_train(ctx, (c->null_structs & 1u) ? NULL : &sgd, D(c, WT_N), D(c, WT_D),
+                               D(c, WT_DV), F(c, WT_X), LD(c, WT_X), F(c, WT_Y), LD(c, WT_Y),
+                               F(c, WT_WP), F64(c, WT_LOSSES));
+}
+
+/* ---- nwattn_weights_diagnostics ------------------------------------------------------------- */
+enum { WD_M, WD_N };
+enum { WD_W, WD_ENTROPY, WD_NEFF };
+
+static nwattn_status invoke_weights_diagnostics(nwattn_context *ctx, const at_case *c) {
+    return nwattn_weights_diagnostics(ctx, D(c, WD_M), D(c, WD_N), F(c, WD_W), LD(c, WD_W),
+                                      F(c, WD_ENTROPY), F(c, WD_NEFF));
+}
+
 /* ---- The table ------------------------------------------------------------------------------ */
 #define NO_SCORE .score_dim = -1
 #define NO_MASK .mask_m_dim = -1, .mask_n_dim = -1
@@ -677,6 +772,129 @@ const at_fn at_functions[] = {
         NOT_IN_PLACE,
         .dim_used = attention_dim_used,
         .invoke = invoke_attention,
+    },
+    {
+        .name = "nwattn_nw_predict",
+        .n_dims = 4,
+        .dims = {DIM("m", 4, 1, 40, AT_ZERO_DEFINED),
+                 DIM_ZERO_STATUS("n", 5, 3, 60, NWATTN_ERR_DEGENERATE_DATA),
+                 DIM("d", 4, 1, 5, AT_ZERO_INVALID),
+                 DIM("dv", 2, 1, 4, AT_ZERO_DEFINED)},
+        .batch_dim = -1,
+        .n_ops = 8,
+        .ops = {{"xq", AT_IN, AT_F32, AT_FILL_DATA, ONE, EXT(NP_M), EXT(NP_D), AT_HAS_LD, NULL},
+                {"x", AT_IN, AT_F32, AT_FILL_DATA, ONE, EXT(NP_N), EXT(NP_D), AT_HAS_LD, NULL},
+                {"y", AT_IN, AT_F32, AT_FILL_DATA, ONE, EXT(NP_N), EXT(NP_DV), AT_HAS_LD, NULL},
+                {"yq", AT_OUT, AT_F32, AT_FILL_DATA, ONE, EXT(NP_M), EXT(NP_DV), AT_HAS_LD,
+                 NULL},
+                {"weights", AT_OUT_OPT, AT_F32, AT_FILL_DATA, ONE, EXT(NP_M), EXT(NP_N),
+                 AT_HAS_LD, NULL},
+                {"row_flags", AT_OUT_OPT, AT_U8, AT_FILL_DATA, ONE, ONE, EXT(NP_M), 0, NULL},
+                {"n_flagged", AT_OUT_OPT, AT_SIZE, AT_FILL_DATA, ONE, ONE, ONE, 0, NULL},
+                {"bandwidths", AT_IN, AT_F32, AT_FILL_POSITIVE, ONE, ONE, EXT(NP_D), 0, NULL}},
+        NO_SCORE,
+        NO_MASK,
+        .n_structs = 1,
+        .structs = {"model"},
+        .n_params = 3,
+        .params = REGRESSION_PARAMS,
+        NOT_IN_PLACE,
+        .invoke = invoke_nw_predict,
+    },
+    {
+        .name = "nwattn_nw_cv",
+        .n_dims = 4,
+        .dims = {DIM_ZERO_STATUS_MIN("n", 6, 4, 40, NWATTN_ERR_DEGENERATE_DATA, 3),
+                 DIM("d", 4, 1, 4, AT_ZERO_INVALID),
+                 DIM("dv", 2, 1, 3, AT_ZERO_INVALID),
+                 DIM("n_bw", 3, 1, 5, AT_ZERO_EMPTY)},
+        .batch_dim = -1,
+        .n_ops = 6,
+        .ops = {{"x", AT_IN, AT_F32, AT_FILL_DATA, ONE, EXT(CV_N), EXT(CV_D), AT_HAS_LD, NULL},
+                {"y", AT_IN, AT_F32, AT_FILL_DATA, ONE, EXT(CV_N), EXT(CV_DV), AT_HAS_LD, NULL},
+                {"bandwidths", AT_IN, AT_F32, AT_FILL_POSITIVE, ONE, EXT(CV_NBW), EXT(CV_D),
+                 AT_HAS_LD, NULL},
+                {"cv", AT_OUT, AT_F64, AT_FILL_DATA, ONE, ONE, EXT(CV_NBW), 0, NULL},
+                {"gradient", AT_OUT_OPT, AT_F64, AT_FILL_DATA, ONE, EXT(CV_NBW), EXT(CV_D),
+                 AT_HAS_LD, NULL},
+                {"flagged", AT_OUT_OPT, AT_SIZE, AT_FILL_DATA, ONE, ONE, EXT(CV_NBW), 0, NULL}},
+        NO_SCORE,
+        NO_MASK,
+        .n_structs = 1,
+        .structs = {"model"},
+        .n_params = 3,
+        .params = REGRESSION_PARAMS,
+        NOT_IN_PLACE,
+        .invoke = invoke_nw_cv,
+    },
+    {
+        .name = "nwattn_wmodel_evaluate",
+        .n_dims = 4,
+        .dims = {DIM("m", 4, 1, 9, AT_ZERO_DEFINED),
+                 DIM("n", 5, 3, 40, AT_ZERO_DEFINED),
+                 DIM("d", 2, 1, 4, AT_ZERO_INVALID),
+                 DIM("dv", 2, 1, 4, AT_ZERO_DEFINED)},
+        .batch_dim = -1,
+        .n_ops = 8,
+        .ops = {{"xq", AT_IN, AT_F32, AT_FILL_DATA, ONE, EXT(WE_M), EXT(WE_D), AT_HAS_LD, NULL},
+                {"x", AT_IN, AT_F32, AT_FILL_DATA, ONE, EXT(WE_N), EXT(WE_D), AT_HAS_LD, NULL},
+                {"y", AT_IN, AT_F32, AT_FILL_DATA, ONE, EXT(WE_N), EXT(WE_DV), AT_HAS_LD, NULL},
+                {"target", AT_IN_OPT, AT_F32, AT_FILL_DATA, ONE, EXT(WE_M), EXT(WE_DV), AT_HAS_LD,
+                 wmodel_target_shape},
+                {"yhat", AT_OUT_OPT, AT_F32, AT_FILL_DATA, ONE, EXT(WE_M), EXT(WE_DV),
+                 AT_HAS_LD, NULL},
+                {"weights", AT_OUT_OPT, AT_F32, AT_FILL_DATA, ONE, EXT(WE_M), EXT(WE_N),
+                 AT_HAS_LD, NULL},
+                {"loss", AT_OUT_OPT, AT_F64, AT_FILL_DATA, ONE, ONE, ONE, 0, NULL},
+                {"grad", AT_OUT_OPT, AT_F64, AT_FILL_DATA, ONE, ONE, ONE, 0, NULL}},
+        NO_SCORE,
+        .mask_m_dim = WE_M,
+        .mask_n_dim = WE_N,
+        .n_params = 1,
+        .params = {{"w", AT_PARAM_FINITE, 0.75, 0}},
+        NOT_IN_PLACE,
+        .invoke = invoke_wmodel_evaluate,
+    },
+    {
+        .name = "nwattn_wmodel_train",
+        .n_dims = 4,
+        .dims = {DIM_ZERO_STATUS_MIN("n", 5, 3, 30, NWATTN_ERR_DEGENERATE_DATA, 2),
+                 DIM("d", 2, 1, 3, AT_ZERO_INVALID),
+                 DIM("dv", 2, 1, 3, AT_ZERO_DEFINED),
+                 DIM("epochs", 3, 2, 5, AT_ZERO_DEFINED)},
+        .batch_dim = -1,
+        .n_ops = 4,
+        .ops = {{"x", AT_IN, AT_F32, AT_FILL_DATA, ONE, EXT(WT_N), EXT(WT_D), AT_HAS_LD, NULL},
+                {"y", AT_IN, AT_F32, AT_FILL_DATA, ONE, EXT(WT_N), EXT(WT_DV), AT_HAS_LD, NULL},
+                {"w", AT_INOUT, AT_F32, AT_FILL_DATA, ONE, ONE, ONE, 0, NULL},
+                {"loss_per_epoch", AT_OUT_OPT, AT_F64, AT_FILL_DATA, ONE, ONE, EXT(WT_EPOCHS), 0,
+                 NULL}},
+        NO_SCORE,
+        NO_MASK,
+        .n_structs = 1,
+        .structs = {"sgd"},
+        .n_params = 1,
+        /* small enough that moderate data never diverges in a few epochs */
+        .params = {{"sgd.learning_rate", AT_PARAM_POSITIVE_FINITE, 1e-3, 0}},
+        NOT_IN_PLACE,
+        .invoke = invoke_wmodel_train,
+    },
+    {
+        .name = "nwattn_weights_diagnostics",
+        .n_dims = 2,
+        .dims = {DIM("m", 4, 1, 9, AT_ZERO_EMPTY),
+                 DIM("n", 5, 3, 40, AT_ZERO_DEFINED)},
+        .batch_dim = -1,
+        .n_ops = 3,
+        .ops = {{"weights", AT_IN, AT_F32, AT_FILL_NONNEG, ONE, EXT(WD_M), EXT(WD_N), AT_HAS_LD,
+                 NULL},
+                {"entropy", AT_OUT_OPT, AT_F32, AT_FILL_DATA, ONE, ONE, EXT(WD_M), 0, NULL},
+                {"n_eff", AT_OUT_OPT, AT_F32, AT_FILL_DATA, ONE, ONE, EXT(WD_M), 0, NULL}},
+        NO_SCORE,
+        NO_MASK,
+        NOT_IN_PLACE,
+        .invoke = invoke_weights_diagnostics,
+        .agree = agree_identical,
     },
 };
 
