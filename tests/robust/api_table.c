@@ -509,6 +509,67 @@ static nwattn_status invoke_weights_diagnostics(nwattn_context *ctx, const at_ca
                                       F(c, WD_ENTROPY), F(c, WD_NEFF));
 }
 
+/* ---- nwattn_nw_select_bandwidth ------------------------------------------------------------- */
+enum { SB_N, SB_D, SB_DV };
+enum { SB_X, SB_Y, SB_START, SB_BW, SB_REPORT, SB_SCALES, SB_CURVE };
+enum { SB_GRID = 4 }; /* a short grid and search: the table's cases stay fast */
+
+/* options.start is an optional operand; the options themselves a struct (a NULL struct would be
+ * the documented defaults, so the shim always passes it). */
+static nwattn_status invoke_nw_select(nwattn_context *ctx, const at_case *c) {
+    const nwattn_regression model = regression_of(c, 0);
+    nwattn_cv_options options;
+    nwattn_cv_options_default(&options);
+    options.grid_points = SB_GRID;
+    options.max_evaluations = 12;
+    options.tolerance = c->param[3];
+    options.start = F(c, SB_START);
+    return nwattn_nw_select_bandwidth(ctx, MODEL(c), D(c, SB_N), D(c, SB_D), D(c, SB_DV),
+                                      F(c, SB_X), LD(c, SB_X), F(c, SB_Y), LD(c, SB_Y), &options,
+                                      F(c, SB_BW), (nwattn_cv_report *)c->buf[SB_REPORT].data,
+                                      F(c, SB_SCALES), F64(c, SB_CURVE));
+}
+
+_Static_assert(sizeof(nwattn_cv_report) == 4 * sizeof(double), "report as four doubles");
+static void report_shape(const at_case *c, size_t *items, size_t *rows, size_t *cols) {
+    (void)c;
+    *items = *rows = 1;
+    *cols = 4;
+}
+
+static void curve_shape(const at_case *c, size_t *items, size_t *rows, size_t *cols) {
+    (void)c;
+    *items = *rows = 1;
+    *cols = SB_GRID;
+}
+
+/* ---- nwattn_bandwidth_rule_of_thumb --------------------------------------------------------- */
+enum { RT_N, RT_D };
+enum { RT_X, RT_BW };
+
+static nwattn_status invoke_rule_of_thumb(nwattn_context *ctx, const at_case *c) {
+    return nwattn_bandwidth_rule_of_thumb(ctx, (nwattn_bandwidth_rule)(int)c->param[0],
+                                          D(c, RT_N), D(c, RT_D), F(c, RT_X), LD(c, RT_X),
+                                          F(c, RT_BW));
+}
+
+/* ---- nwattn_dataset_generate and nwattn_dataset_truth --------------------------------------- */
+/* The generator's state is an 8-byte in-out operand (any bits are a valid state). */
+enum { DG_RNG, DG_X, DG_Y };
+
+static nwattn_status invoke_dataset_generate(nwattn_context *ctx, const at_case *c) {
+    return nwattn_dataset_generate(ctx, (nwattn_dataset)(int)c->param[0],
+                                   (nwattn_rng *)c->buf[DG_RNG].data, D(c, 0), F(c, DG_X),
+                                   F(c, DG_Y));
+}
+
+enum { DT_X, DT_F };
+
+static nwattn_status invoke_dataset_truth(nwattn_context *ctx, const at_case *c) {
+    return nwattn_dataset_truth(ctx, (nwattn_dataset)(int)c->param[0], D(c, 0), F(c, DT_X),
+                                F(c, DT_F));
+}
+
 /* ---- The table ------------------------------------------------------------------------------ */
 #define NO_SCORE .score_dim = -1
 #define NO_MASK .mask_m_dim = -1, .mask_n_dim = -1
@@ -800,6 +861,7 @@ const at_fn at_functions[] = {
         .params = REGRESSION_PARAMS,
         NOT_IN_PLACE,
         .invoke = invoke_nw_predict,
+        .finite_data = 1,
     },
     {
         .name = "nwattn_nw_cv",
@@ -826,6 +888,7 @@ const at_fn at_functions[] = {
         .params = REGRESSION_PARAMS,
         NOT_IN_PLACE,
         .invoke = invoke_nw_cv,
+        .finite_data = 1,
     },
     {
         .name = "nwattn_wmodel_evaluate",
@@ -878,6 +941,7 @@ const at_fn at_functions[] = {
         .params = {{"sgd.learning_rate", AT_PARAM_POSITIVE_FINITE, 1e-3, 0}},
         NOT_IN_PLACE,
         .invoke = invoke_wmodel_train,
+        .finite_data = 1,
     },
     {
         .name = "nwattn_weights_diagnostics",
@@ -894,6 +958,89 @@ const at_fn at_functions[] = {
         NO_MASK,
         NOT_IN_PLACE,
         .invoke = invoke_weights_diagnostics,
+        .agree = agree_identical,
+    },
+    {
+        .name = "nwattn_nw_select_bandwidth",
+        .n_dims = 3,
+        .dims = {DIM_ZERO_STATUS_MIN("n", 6, 4, 30, NWATTN_ERR_DEGENERATE_DATA, 3),
+                 DIM("d", 2, 1, 3, AT_ZERO_INVALID),
+                 DIM("dv", 2, 1, 3, AT_ZERO_INVALID)},
+        .batch_dim = -1,
+        .n_ops = 7,
+        .ops = {{"x", AT_IN, AT_F32, AT_FILL_DATA, ONE, EXT(SB_N), EXT(SB_D), AT_HAS_LD, NULL},
+                {"y", AT_IN, AT_F32, AT_FILL_DATA, ONE, EXT(SB_N), EXT(SB_DV), AT_HAS_LD, NULL},
+                {"options.start", AT_IN_OPT, AT_F32, AT_FILL_POSITIVE, ONE, ONE, EXT(SB_D), 0,
+                 NULL},
+                {"bandwidths", AT_OUT, AT_F32, AT_FILL_DATA, ONE, ONE, EXT(SB_D), 0, NULL},
+                {"report", AT_OUT_OPT, AT_F64, AT_FILL_DATA, ONE, ONE, ONE, 0, report_shape},
+                {"curve_scales", AT_OUT_OPT, AT_F32, AT_FILL_DATA, ONE, ONE, ONE, 0,
+                 curve_shape},
+                {"curve_cv", AT_OUT_OPT, AT_F64, AT_FILL_DATA, ONE, ONE, ONE, 0, curve_shape}},
+        NO_SCORE,
+        NO_MASK,
+        .n_structs = 1,
+        .structs = {"model"},
+        .n_params = 4,
+        .params = {{"model.kernel", AT_PARAM_ENUM, 0, 5},
+                   {"model.degree", AT_PARAM_ENUM, 0, 2},
+                   {"model.empty", AT_PARAM_ENUM, 0, 3},
+                   {"options.tolerance", AT_PARAM_FINITE, 1e-2, 0}},
+        NOT_IN_PLACE,
+        .invoke = invoke_nw_select,
+        .finite_data = 1,
+    },
+    {
+        .name = "nwattn_bandwidth_rule_of_thumb",
+        .n_dims = 2,
+        .dims = {DIM_ZERO_STATUS_MIN("n", 6, 3, 40, NWATTN_ERR_DEGENERATE_DATA, 2),
+                 DIM("d", 3, 1, 5, AT_ZERO_INVALID)},
+        .batch_dim = -1,
+        .n_ops = 2,
+        .ops = {{"x", AT_IN, AT_F32, AT_FILL_DATA, ONE, EXT(RT_N), EXT(RT_D), AT_HAS_LD, NULL},
+                {"bandwidths", AT_OUT, AT_F32, AT_FILL_DATA, ONE, ONE, EXT(RT_D), 0, NULL}},
+        NO_SCORE,
+        NO_MASK,
+        .n_params = 1,
+        .params = {{"rule", AT_PARAM_ENUM, 0, 3}},
+        NOT_IN_PLACE,
+        .invoke = invoke_rule_of_thumb,
+        .finite_data = 1,
+        .agree = agree_identical,
+    },
+    {
+        .name = "nwattn_dataset_generate",
+        .n_dims = 1,
+        .dims = {DIM("n", 7, 1, 60, AT_ZERO_EMPTY)},
+        .batch_dim = -1,
+        .n_ops = 3,
+        .ops = {{"rng", AT_INOUT, AT_F64, AT_FILL_DATA, ONE, ONE, ONE, 0, NULL},
+                {"x", AT_OUT, AT_F32, AT_FILL_DATA, ONE, ONE, EXT(0), 0, NULL},
+                {"y", AT_OUT, AT_F32, AT_FILL_DATA, ONE, ONE, EXT(0), 0, NULL}},
+        NO_SCORE,
+        NO_MASK,
+        .n_params = 1,
+        .params = {{"dataset", AT_PARAM_ENUM, 0, 2}},
+        NOT_IN_PLACE,
+        .invoke = invoke_dataset_generate,
+        .agree = agree_identical,
+    },
+    {
+        .name = "nwattn_dataset_truth",
+        .n_dims = 1,
+        .dims = {DIM("m", 7, 1, 60, AT_ZERO_EMPTY)},
+        .batch_dim = -1,
+        .n_ops = 2,
+        /* x >= 0 (2 sin x + x^0.8 of the d2l data set): negative entries are a bad entry */
+        .ops = {{"x", AT_IN, AT_F32, AT_FILL_NONNEG, ONE, ONE, EXT(0), 0, NULL},
+                {"f", AT_OUT, AT_F32, AT_FILL_DATA, ONE, ONE, EXT(0), 0, NULL}},
+        NO_SCORE,
+        NO_MASK,
+        .n_params = 1,
+        .params = {{"dataset", AT_PARAM_ENUM, 0, 2}},
+        NOT_IN_PLACE,
+        .invoke = invoke_dataset_truth,
+        .finite_data = 1,
         .agree = agree_identical,
     },
 };

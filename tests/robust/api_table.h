@@ -148,6 +148,10 @@ typedef struct at_fn {
      * documented accuracy; returns 1 if they agree (prints the culprit otherwise). NULL: the
      * fuzzer compares statuses only. */
     int (*agree)(const at_case *reference, const at_case *blas);
+    /* 1 if the function refuses non-finite data (the regression functions): random cases then
+     * use moderate data only, so that they stay valid (the bad-entry class and
+     * tests/test_nw_errors.c cover non-finite data). */
+    int finite_data;
 } at_fn;
 
 extern const at_fn at_functions[];

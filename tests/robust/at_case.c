@@ -266,7 +266,7 @@ void at_config_random(const at_fn *fn, at_src *src, at_config *cfg) {
     }
     for (int p = 0; p < fn->n_params; p++)
         cfg->param[p] = fn->params[p].base;
-    cfg->data = at_src_chance(src, 15) ? AT_DATA_RAW : AT_DATA_MODERATE;
+    cfg->data = at_src_chance(src, 15) && !fn->finite_data ? AT_DATA_RAW : AT_DATA_MODERATE;
     cfg->seed = at_src_u64(src);
 }
 
