@@ -11,7 +11,8 @@
  * 2. Add a row to at_functions[]:
  *    - dims: DIM(name, base size 0, base size 1, largest random size, what 0 means per the
  *      header: AT_ZERO_EMPTY / _DEFINED / _INVALID); DIM_ZERO_STATUS when 0 is refused with
- *      another status than NWATTN_ERR_BAD_DIMENSION; DIM_FACTOR for a dimension that is only a
+ *      another status than NWATTN_ERR_BAD_DIMENSION (DIM_ZERO_STATUS_MIN when random sizes
+ *      below a minimum are refused too: n >= 3 for cross-validation); DIM_FACTOR for a dimension that is only a
  *      factor of a product the function checks first (heads); DIM_OFFSET for an offset added
  *      to another dimension (key_offset, first). batch_dim: the batch dimension or -1.
  *    - ops: each operand's name, role (AT_IN, AT_OUT, AT_IN_OPT, AT_OUT_OPT, AT_INOUT), element
@@ -26,6 +27,8 @@
  *      and their names, scalar params (also enum fields of a struct the shim builds, such as
  *      a model's kernel) with their rule, an in-place output/input pair if the
  *      header allows one, dim_used if a dimension matters only with some operand present.
+ *    - finite_data = 1 if the function refuses NaN and Inf in its data (the regression
+ *      functions): random cases then stay valid.
  *    - agree: compares a fast backend's result with REFERENCE's within the documented accuracy
  *      (agree_identical for functions with one implementation); NULL to compare statuses only.
  * Every bad-input class, the allocation-failure sweep, the thread stress test and the fuzzer
