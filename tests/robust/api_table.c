@@ -50,9 +50,10 @@
 /* Dimensions: name, the two base sizes, the largest random size, what 0 means. DIM_FACTOR
  * sizes no operand by itself (the overflow class skips it); DIM_OFFSET is added to dimension
  * `of` (the offset-overflow class sets it to SIZE_MAX). */
-#define DIM(name, b0, b1, max, zero) {name, {b0, b1}, max, zero, 0, -1, NWATTN_OK}
-#define DIM_FACTOR(name, b0, b1, max, zero) {name, {b0, b1}, max, zero, 1, -1, NWATTN_OK}
-#define DIM_OFFSET(name, b0, b1, max, of) {name, {b0, b1}, max, AT_ZERO_DEFINED, 1, of, NWATTN_OK}
+#define DIM(name, b0, b1, max, zero) {name, {b0, b1}, max, zero, 0, -1, NWATTN_OK, 0}
+#define DIM_FACTOR(name, b0, b1, max, zero) {name, {b0, b1}, max, zero, 1, -1, NWATTN_OK, 0}
+#define DIM_OFFSET(name, b0, b1, max, of) \
+    {name, {b0, b1}, max, AT_ZERO_DEFINED, 1, of, NWATTN_OK, 0}
 /* A dimension whose 0 is refused with `status` rather than NWATTN_ERR_BAD_DIMENSION. */
 #define DIM_ZERO_STATUS(name, b0, b1, max, status) \
     {name, {b0, b1}, max, AT_ZERO_INVALID, 0, -1, status, 0}
