@@ -480,7 +480,8 @@ static nwattn_status invoke_wmodel_evaluate(nwattn_context *ctx, const at_case *
     const int wants_target = wmodel_wants_target(c);
     return nwattn_wmodel_evaluate(ctx, (float)c->param[0], MASK(c), D(c, WE_M), D(c, WE_N),
                                   D(c, WE_D), D(c, WE_DV), F(c, WE_XQ), LD(c, WE_XQ), F(c, WE_X),
-                                  LD(c, WE_X), F(c, WE_Y), LD(c, WE_Y), wants_target ? F(c, WE_T) : NULL, LD(c, WE_T),
+                                  LD(c, WE_X), F(c, WE_Y), LD(c, WE_Y),
+                                  wants_target ? F(c, WE_T) : NULL, LD(c, WE_T),
                                   F(c, WE_YHAT), LD(c, WE_YHAT), F(c, WE_W), LD(c, WE_W),
                                   has_target ? F64(c, WE_LOSS) : NULL,
                                   has_target ? F64(c, WE_GRAD) : NULL);
