@@ -469,8 +469,8 @@ enum { WE_XQ, WE_X, WE_Y, WE_T, WE_YHAT, WE_W, WE_LOSS, WE_GRAD };
 
 /* target is read (and checked) only for loss and grad, and required then: the shim passes it
  * only with one of them, and them only with a target buffer (loss or grad without target is
- * NWATTN_ERR_NULL_POINTER, tested in tests/test_nw_errors.c), so every configuration is valid. */
-/* From the configuration, so that it holds while the buffers are being built. */
+ * NWATTN_ERR_NULL_POINTER, tested in tests/test_nw_errors.c), so every configuration is valid.
+ * Decided from the configuration, so that it holds while the buffers are being built. */
 static int wmodel_wants_target(const at_case *c) {
     return !(c->cfg.absent >> WE_LOSS & 1u) || !(c->cfg.absent >> WE_GRAD & 1u);
 }
