@@ -737,7 +737,8 @@ typedef enum nwattn_dataset {
 /* n pairs (x[i], y[i]) of the data set: first all n uniforms for x (rounded to float), then
  * all n normals for the noise, y = f(x) + noise computed in double and rounded to float. The
  * uniforms and normals are bit-identical everywhere; f uses the C library's sin and pow, so a
- * y may differ in its last bit between C libraries in rare cases. */
+ * y may differ in its last bit between C libraries in rare cases. x, y and *rng must not
+ * overlap (NWATTN_ERR_ALIASING). */
 NWATTN_API nwattn_status nwattn_dataset_generate(nwattn_context *ctx, nwattn_dataset dataset,
                                                  nwattn_rng *rng, size_t n, float *x,
                                                  float *y);

@@ -25,7 +25,8 @@ size_t nw_wmodel_bytes(const nw_kernels *kernels, const nw_wmodel_args *a) {
         if (!nw_mul(a->n, 2, &floats) || !nw_add(floats, a->dv, &floats) ||
             !nw_mul(floats, sizeof(double), &bytes))
             return SIZE_MAX;
-        return bytes;
+        /* at least one double: the row pointers are offsets into it, never into NULL */
+        return bytes > 0 ? bytes : sizeof(double);
     }
     const size_t rows = block_rows(a);
     size_t block, yh;

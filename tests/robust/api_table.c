@@ -11,7 +11,8 @@
  * 2. Add a row to at_functions[]:
  *    - dims: DIM(name, base size 0, base size 1, largest random size, what 0 means per the
  *      header: AT_ZERO_EMPTY / _DEFINED / _INVALID); DIM_ZERO_STATUS when 0 is refused with
- *      another status than NWATTN_ERR_BAD_DIMENSION; DIM_FACTOR for a dimension that is only a
+ *      another status than NWATTN_ERR_BAD_DIMENSION (DIM_ZERO_STATUS_MIN when random sizes
+ *      below a minimum are refused too: n >= 3 for cross-validation); DIM_FACTOR for a dimension that is only a
  *      factor of a product the function checks first (heads); DIM_OFFSET for an offset added
  *      to another dimension (key_offset, first). batch_dim: the batch dimension or -1.
  *    - ops: each operand's name, role (AT_IN, AT_OUT, AT_IN_OPT, AT_OUT_OPT, AT_INOUT), element
@@ -26,6 +27,8 @@
  *      and their names, scalar params (also enum fields of a struct the shim builds, such as
  *      a model's kernel) with their rule, an in-place output/input pair if the
  *      header allows one, dim_used if a dimension matters only with some operand present.
+ *    - finite_data = 1 if the function refuses NaN and Inf in its data (the regression
+ *      functions): random cases then stay valid.
  *    - agree: compares a fast backend's result with REFERENCE's within the documented accuracy
  *      (agree_identical for functions with one implementation); NULL to compare statuses only.
  * Every bad-input class, the allocation-failure sweep, the thread stress test and the fuzzer
@@ -47,12 +50,16 @@
 /* Dimensions: name, the two base sizes, the largest random size, what 0 means. DIM_FACTOR
  * sizes no operand by itself (the overflow class skips it); DIM_OFFSET is added to dimension
  * `of` (the offset-overflow class sets it to SIZE_MAX). */
-#define DIM(name, b0, b1, max, zero) {name, {b0, b1}, max, zero, 0, -1, NWATTN_OK}
-#define DIM_FACTOR(name, b0, b1, max, zero) {name, {b0, b1}, max, zero, 1, -1, NWATTN_OK}
-#define DIM_OFFSET(name, b0, b1, max, of) {name, {b0, b1}, max, AT_ZERO_DEFINED, 1, of, NWATTN_OK}
+#define DIM(name, b0, b1, max, zero) {name, {b0, b1}, max, zero, 0, -1, NWATTN_OK, 0}
+#define DIM_FACTOR(name, b0, b1, max, zero) {name, {b0, b1}, max, zero, 1, -1, NWATTN_OK, 0}
+#define DIM_OFFSET(name, b0, b1, max, of) \
+    {name, {b0, b1}, max, AT_ZERO_DEFINED, 1, of, NWATTN_OK, 0}
 /* A dimension whose 0 is refused with `status` rather than NWATTN_ERR_BAD_DIMENSION. */
 #define DIM_ZERO_STATUS(name, b0, b1, max, status) \
-    {name, {b0, b1}, max, AT_ZERO_INVALID, 0, -1, status}
+    {name, {b0, b1}, max, AT_ZERO_INVALID, 0, -1, status, 0}
+/* The same for a dimension whose random sizes must be at least min (too few points). */
+#define DIM_ZERO_STATUS_MIN(name, b0, b1, max, status, min) \
+    {name, {b0, b1}, max, AT_ZERO_INVALID, 0, -1, status, min}
 
 #define EXT(a) {a, AT_ONE}
 #define EXT2(a, b) {a, b}
@@ -414,6 +421,160 @@ static int attention_dim_used(const at_case *c, int dim) {
     return dim != AN_DOUT || c->buf[AN_WO].data != NULL;
 }
 
+/* ---- Nadaraya-Watson regression ------------------------------------------------------------- */
+/* The estimator struct, built from three enum parameters (kernel, degree, empty). */
+static nwattn_regression regression_of(const at_case *c, int first_param) {
+    nwattn_regression r;
+    r.kernel = (nwattn_kernel)(int)c->param[first_param];
+    r.degree = (nwattn_degree)(int)c->param[first_param + 1];
+    r.empty = (nwattn_empty)(int)c->param[first_param + 2];
+    return r;
+}
+#define MODEL(c) ((c->null_structs & 1u) ? NULL : &model)
+#define F64(c, i) ((double *)(c)->buf[i].data)
+#define SZ(c, i) ((size_t *)(c)->buf[i].data)
+#define REGRESSION_PARAMS                                                                       \
+    {{"model.kernel", AT_PARAM_ENUM, 0, 5},                                                     \
+     {"model.degree", AT_PARAM_ENUM, 0, 2},                                                     \
+     {"model.empty", AT_PARAM_ENUM, 0, 3}}
+
+/* ---- nwattn_nw_predict ---------------------------------------------------------------------- */
+enum { NP_M, NP_N, NP_D, NP_DV };
+enum { NP_XQ, NP_X, NP_Y, NP_YQ, NP_W, NP_FLAGS, NP_NFLAGGED, NP_BW };
+
+static nwattn_status invoke_nw_predict(nwattn_context *ctx, const at_case *c) {
+    const nwattn_regression model = regression_of(c, 0);
+    return nwattn_nw_predict(ctx, MODEL(c), F(c, NP_BW), D(c, NP_M), D(c, NP_N), D(c, NP_D),
+                             D(c, NP_DV), F(c, NP_XQ), LD(c, NP_XQ), F(c, NP_X), LD(c, NP_X),
+                             F(c, NP_Y), LD(c, NP_Y), F(c, NP_YQ), LD(c, NP_YQ), F(c, NP_W),
+                             LD(c, NP_W), (unsigned char *)c->buf[NP_FLAGS].data,
+                             SZ(c, NP_NFLAGGED));
+}
+
+/* ---- nwattn_nw_cv --------------------------------------------------------------------------- */
+enum { CV_N, CV_D, CV_DV, CV_NBW };
+enum { CV_X, CV_Y, CV_BW, CV_CV, CV_GRAD, CV_FLAGGED };
+
+static nwattn_status invoke_nw_cv(nwattn_context *ctx, const at_case *c) {
+    const nwattn_regression model = regression_of(c, 0);
+    return nwattn_nw_cv(ctx, MODEL(c), D(c, CV_N), D(c, CV_D), D(c, CV_DV), F(c, CV_X),
+                        LD(c, CV_X), F(c, CV_Y), LD(c, CV_Y), D(c, CV_NBW), F(c, CV_BW),
+                        LD(c, CV_BW), F64(c, CV_CV), F64(c, CV_GRAD), LD(c, CV_GRAD),
+                        SZ(c, CV_FLAGGED));
+}
+
+/* ---- nwattn_wmodel_evaluate ----------------------------------------------------------------- */
+enum { WE_M, WE_N, WE_D, WE_DV };
+enum { WE_XQ, WE_X, WE_Y, WE_T, WE_YHAT, WE_W, WE_LOSS, WE_GRAD };
+
+/* target is read (and checked) only for loss and grad, and required then: the shim passes it
+ * only with one of them, and them only with a target buffer (loss or grad without target is
+ * NWATTN_ERR_NULL_POINTER, tested in tests/test_nw_errors.c), so every configuration is valid.
+ * Decided from the configuration, so that it holds while the buffers are being built. */
+static int wmodel_wants_target(const at_case *c) {
+    return !(c->cfg.absent >> WE_LOSS & 1u) || !(c->cfg.absent >> WE_GRAD & 1u);
+}
+
+static nwattn_status invoke_wmodel_evaluate(nwattn_context *ctx, const at_case *c) {
+    const int has_target = !(c->cfg.absent >> WE_T & 1u);
+    const int wants_target = wmodel_wants_target(c);
+    return nwattn_wmodel_evaluate(ctx, (float)c->param[0], MASK(c), D(c, WE_M), D(c, WE_N),
+                                  D(c, WE_D), D(c, WE_DV), F(c, WE_XQ), LD(c, WE_XQ), F(c, WE_X),
+                                  LD(c, WE_X), F(c, WE_Y), LD(c, WE_Y),
+                                  wants_target ? F(c, WE_T) : NULL, LD(c, WE_T),
+                                  F(c, WE_YHAT), LD(c, WE_YHAT), F(c, WE_W), LD(c, WE_W),
+                                  has_target ? F64(c, WE_LOSS) : NULL,
+                                  has_target ? F64(c, WE_GRAD) : NULL);
+}
+
+/* target is m×dv when loss or grad is asked for, else unused (empty: no class touches it). */
+static void wmodel_target_shape(const at_case *c, size_t *items, size_t *rows, size_t *cols) {
+    *items = 1;
+    *rows = c->dim[WE_M];
+    *cols = wmodel_wants_target(c) ? c->dim[WE_DV] : 0;
+}
+
+/* ---- nwattn_wmodel_train -------------------------------------------------------------------- */
+enum { WT_N, WT_D, WT_DV, WT_EPOCHS };
+enum { WT_X, WT_Y, WT_WP, WT_LOSSES };
+
+static nwattn_status invoke_wmodel_train(nwattn_context *ctx, const at_case *c) {
+    const nwattn_sgd sgd = {(float)c->param[0], D(c, WT_EPOCHS)};
+    return nwattn_wmodel_train(ctx, (c->null_structs & 1u) ? NULL : &sgd, D(c, WT_N), D(c, WT_D),
+                               D(c, WT_DV), F(c, WT_X), LD(c, WT_X), F(c, WT_Y), LD(c, WT_Y),
+                               F(c, WT_WP), F64(c, WT_LOSSES));
+}
+
+/* ---- nwattn_weights_diagnostics ------------------------------------------------------------- */
+enum { WD_M, WD_N };
+enum { WD_W, WD_ENTROPY, WD_NEFF };
+
+static nwattn_status invoke_weights_diagnostics(nwattn_context *ctx, const at_case *c) {
+    return nwattn_weights_diagnostics(ctx, D(c, WD_M), D(c, WD_N), F(c, WD_W), LD(c, WD_W),
+                                      F(c, WD_ENTROPY), F(c, WD_NEFF));
+}
+
+/* ---- nwattn_nw_select_bandwidth ------------------------------------------------------------- */
+enum { SB_N, SB_D, SB_DV };
+enum { SB_X, SB_Y, SB_START, SB_BW, SB_REPORT, SB_SCALES, SB_CURVE };
+enum { SB_GRID = 4 }; /* a short grid and search: the table's cases stay fast */
+
+/* options.start is an optional operand; the options themselves a struct (a NULL struct would be
+ * the documented defaults, so the shim always passes it). */
+static nwattn_status invoke_nw_select(nwattn_context *ctx, const at_case *c) {
+    const nwattn_regression model = regression_of(c, 0);
+    nwattn_cv_options options;
+    nwattn_cv_options_default(&options);
+    options.grid_points = SB_GRID;
+    options.max_evaluations = 12;
+    options.tolerance = c->param[3];
+    options.start = F(c, SB_START);
+    return nwattn_nw_select_bandwidth(ctx, MODEL(c), D(c, SB_N), D(c, SB_D), D(c, SB_DV),
+                                      F(c, SB_X), LD(c, SB_X), F(c, SB_Y), LD(c, SB_Y), &options,
+                                      F(c, SB_BW), (nwattn_cv_report *)c->buf[SB_REPORT].data,
+                                      F(c, SB_SCALES), F64(c, SB_CURVE));
+}
+
+_Static_assert(sizeof(nwattn_cv_report) == 4 * sizeof(double), "report as four doubles");
+static void report_shape(const at_case *c, size_t *items, size_t *rows, size_t *cols) {
+    (void)c;
+    *items = *rows = 1;
+    *cols = 4;
+}
+
+static void curve_shape(const at_case *c, size_t *items, size_t *rows, size_t *cols) {
+    (void)c;
+    *items = *rows = 1;
+    *cols = SB_GRID;
+}
+
+/* ---- nwattn_bandwidth_rule_of_thumb --------------------------------------------------------- */
+enum { RT_N, RT_D };
+enum { RT_X, RT_BW };
+
+static nwattn_status invoke_rule_of_thumb(nwattn_context *ctx, const at_case *c) {
+    return nwattn_bandwidth_rule_of_thumb(ctx, (nwattn_bandwidth_rule)(int)c->param[0],
+                                          D(c, RT_N), D(c, RT_D), F(c, RT_X), LD(c, RT_X),
+                                          F(c, RT_BW));
+}
+
+/* ---- nwattn_dataset_generate and nwattn_dataset_truth --------------------------------------- */
+/* The generator's state is an 8-byte in-out operand (any bits are a valid state). */
+enum { DG_RNG, DG_X, DG_Y };
+
+static nwattn_status invoke_dataset_generate(nwattn_context *ctx, const at_case *c) {
+    return nwattn_dataset_generate(ctx, (nwattn_dataset)(int)c->param[0],
+                                   (nwattn_rng *)c->buf[DG_RNG].data, D(c, 0), F(c, DG_X),
+                                   F(c, DG_Y));
+}
+
+enum { DT_X, DT_F };
+
+static nwattn_status invoke_dataset_truth(nwattn_context *ctx, const at_case *c) {
+    return nwattn_dataset_truth(ctx, (nwattn_dataset)(int)c->param[0], D(c, 0), F(c, DT_X),
+                                F(c, DT_F));
+}
+
 /* ---- The table ------------------------------------------------------------------------------ */
 #define NO_SCORE .score_dim = -1
 #define NO_MASK .mask_m_dim = -1, .mask_n_dim = -1
@@ -677,6 +838,215 @@ const at_fn at_functions[] = {
         NOT_IN_PLACE,
         .dim_used = attention_dim_used,
         .invoke = invoke_attention,
+    },
+    {
+        .name = "nwattn_nw_predict",
+        .n_dims = 4,
+        .dims = {DIM("m", 4, 1, 40, AT_ZERO_DEFINED),
+                 DIM_ZERO_STATUS("n", 5, 3, 60, NWATTN_ERR_DEGENERATE_DATA),
+                 DIM("d", 4, 1, 5, AT_ZERO_INVALID),
+                 DIM("dv", 2, 1, 4, AT_ZERO_DEFINED)},
+        .batch_dim = -1,
+        .n_ops = 8,
+        .ops = {{"xq", AT_IN, AT_F32, AT_FILL_DATA, ONE, EXT(NP_M), EXT(NP_D), AT_HAS_LD, NULL},
+                {"x", AT_IN, AT_F32, AT_FILL_DATA, ONE, EXT(NP_N), EXT(NP_D), AT_HAS_LD, NULL},
+                {"y", AT_IN, AT_F32, AT_FILL_DATA, ONE, EXT(NP_N), EXT(NP_DV), AT_HAS_LD, NULL},
+                {"yq", AT_OUT, AT_F32, AT_FILL_DATA, ONE, EXT(NP_M), EXT(NP_DV), AT_HAS_LD,
+                 NULL},
+                {"weights", AT_OUT_OPT, AT_F32, AT_FILL_DATA, ONE, EXT(NP_M), EXT(NP_N),
+                 AT_HAS_LD, NULL},
+                {"row_flags", AT_OUT_OPT, AT_U8, AT_FILL_DATA, ONE, ONE, EXT(NP_M), 0, NULL},
+                {"n_flagged", AT_OUT_OPT, AT_SIZE, AT_FILL_DATA, ONE, ONE, ONE, 0, NULL},
+                {"bandwidths", AT_IN, AT_F32, AT_FILL_POSITIVE, ONE, ONE, EXT(NP_D), 0, NULL}},
+        NO_SCORE,
+        NO_MASK,
+        .n_structs = 1,
+        .structs = {"model"},
+        .n_params = 3,
+        .params = REGRESSION_PARAMS,
+        NOT_IN_PLACE,
+        .invoke = invoke_nw_predict,
+        .finite_data = 1,
+    },
+    {
+        .name = "nwattn_nw_cv",
+        .n_dims = 4,
+        .dims = {DIM_ZERO_STATUS_MIN("n", 6, 4, 40, NWATTN_ERR_DEGENERATE_DATA, 3),
+                 DIM("d", 4, 1, 4, AT_ZERO_INVALID),
+                 DIM("dv", 2, 1, 3, AT_ZERO_INVALID),
+                 DIM("n_bw", 3, 1, 5, AT_ZERO_EMPTY)},
+        .batch_dim = -1,
+        .n_ops = 6,
+        .ops = {{"x", AT_IN, AT_F32, AT_FILL_DATA, ONE, EXT(CV_N), EXT(CV_D), AT_HAS_LD, NULL},
+                {"y", AT_IN, AT_F32, AT_FILL_DATA, ONE, EXT(CV_N), EXT(CV_DV), AT_HAS_LD, NULL},
+                {"bandwidths", AT_IN, AT_F32, AT_FILL_POSITIVE, ONE, EXT(CV_NBW), EXT(CV_D),
+                 AT_HAS_LD, NULL},
+                {"cv", AT_OUT, AT_F64, AT_FILL_DATA, ONE, ONE, EXT(CV_NBW), 0, NULL},
+                {"gradient", AT_OUT_OPT, AT_F64, AT_FILL_DATA, ONE, EXT(CV_NBW), EXT(CV_D),
+                 AT_HAS_LD, NULL},
+                {"flagged", AT_OUT_OPT, AT_SIZE, AT_FILL_DATA, ONE, ONE, EXT(CV_NBW), 0, NULL}},
+        NO_SCORE,
+        NO_MASK,
+        .n_structs = 1,
+        .structs = {"model"},
+        .n_params = 3,
+        .params = REGRESSION_PARAMS,
+        NOT_IN_PLACE,
+        .invoke = invoke_nw_cv,
+        .finite_data = 1,
+    },
+    {
+        .name = "nwattn_wmodel_evaluate",
+        .n_dims = 4,
+        .dims = {DIM("m", 4, 1, 9, AT_ZERO_DEFINED),
+                 DIM("n", 5, 3, 40, AT_ZERO_DEFINED),
+                 DIM("d", 2, 1, 4, AT_ZERO_INVALID),
+                 DIM("dv", 2, 1, 4, AT_ZERO_DEFINED)},
+        .batch_dim = -1,
+        .n_ops = 8,
+        .ops = {{"xq", AT_IN, AT_F32, AT_FILL_DATA, ONE, EXT(WE_M), EXT(WE_D), AT_HAS_LD, NULL},
+                {"x", AT_IN, AT_F32, AT_FILL_DATA, ONE, EXT(WE_N), EXT(WE_D), AT_HAS_LD, NULL},
+                {"y", AT_IN, AT_F32, AT_FILL_DATA, ONE, EXT(WE_N), EXT(WE_DV), AT_HAS_LD, NULL},
+                {"target", AT_IN_OPT, AT_F32, AT_FILL_DATA, ONE, EXT(WE_M), EXT(WE_DV), AT_HAS_LD,
+                 wmodel_target_shape},
+                {"yhat", AT_OUT_OPT, AT_F32, AT_FILL_DATA, ONE, EXT(WE_M), EXT(WE_DV),
+                 AT_HAS_LD, NULL},
+                {"weights", AT_OUT_OPT, AT_F32, AT_FILL_DATA, ONE, EXT(WE_M), EXT(WE_N),
+                 AT_HAS_LD, NULL},
+                {"loss", AT_OUT_OPT, AT_F64, AT_FILL_DATA, ONE, ONE, ONE, 0, NULL},
+                {"grad", AT_OUT_OPT, AT_F64, AT_FILL_DATA, ONE, ONE, ONE, 0, NULL}},
+        NO_SCORE,
+        .mask_m_dim = WE_M,
+        .mask_n_dim = WE_N,
+        .n_params = 1,
+        .params = {{"w", AT_PARAM_FINITE, 0.75, 0}},
+        NOT_IN_PLACE,
+        .invoke = invoke_wmodel_evaluate,
+    },
+    {
+        .name = "nwattn_wmodel_train",
+        .n_dims = 4,
+        .dims = {DIM_ZERO_STATUS_MIN("n", 5, 3, 30, NWATTN_ERR_DEGENERATE_DATA, 2),
+                 DIM("d", 2, 1, 3, AT_ZERO_INVALID),
+                 DIM("dv", 2, 1, 3, AT_ZERO_DEFINED),
+                 DIM("epochs", 3, 2, 5, AT_ZERO_DEFINED)},
+        .batch_dim = -1,
+        .n_ops = 4,
+        .ops = {{"x", AT_IN, AT_F32, AT_FILL_DATA, ONE, EXT(WT_N), EXT(WT_D), AT_HAS_LD, NULL},
+                {"y", AT_IN, AT_F32, AT_FILL_DATA, ONE, EXT(WT_N), EXT(WT_DV), AT_HAS_LD, NULL},
+                {"w", AT_INOUT, AT_F32, AT_FILL_DATA, ONE, ONE, ONE, 0, NULL},
+                {"loss_per_epoch", AT_OUT_OPT, AT_F64, AT_FILL_DATA, ONE, ONE, EXT(WT_EPOCHS), 0,
+                 NULL}},
+        NO_SCORE,
+        NO_MASK,
+        .n_structs = 1,
+        .structs = {"sgd"},
+        .n_params = 1,
+        /* small enough that moderate data never diverges in a few epochs */
+        .params = {{"sgd.learning_rate", AT_PARAM_POSITIVE_FINITE, 1e-3, 0}},
+        NOT_IN_PLACE,
+        .invoke = invoke_wmodel_train,
+        .finite_data = 1,
+    },
+    {
+        .name = "nwattn_weights_diagnostics",
+        .n_dims = 2,
+        .dims = {DIM("m", 4, 1, 9, AT_ZERO_EMPTY),
+                 DIM("n", 5, 3, 40, AT_ZERO_DEFINED)},
+        .batch_dim = -1,
+        .n_ops = 3,
+        .ops = {{"weights", AT_IN, AT_F32, AT_FILL_NONNEG, ONE, EXT(WD_M), EXT(WD_N), AT_HAS_LD,
+                 NULL},
+                {"entropy", AT_OUT_OPT, AT_F32, AT_FILL_DATA, ONE, ONE, EXT(WD_M), 0, NULL},
+                {"n_eff", AT_OUT_OPT, AT_F32, AT_FILL_DATA, ONE, ONE, EXT(WD_M), 0, NULL}},
+        NO_SCORE,
+        NO_MASK,
+        NOT_IN_PLACE,
+        .invoke = invoke_weights_diagnostics,
+        .agree = agree_identical,
+    },
+    {
+        .name = "nwattn_nw_select_bandwidth",
+        .n_dims = 3,
+        .dims = {DIM_ZERO_STATUS_MIN("n", 6, 4, 30, NWATTN_ERR_DEGENERATE_DATA, 3),
+                 DIM("d", 2, 1, 3, AT_ZERO_INVALID),
+                 DIM("dv", 2, 1, 3, AT_ZERO_INVALID)},
+        .batch_dim = -1,
+        .n_ops = 7,
+        .ops = {{"x", AT_IN, AT_F32, AT_FILL_DATA, ONE, EXT(SB_N), EXT(SB_D), AT_HAS_LD, NULL},
+                {"y", AT_IN, AT_F32, AT_FILL_DATA, ONE, EXT(SB_N), EXT(SB_DV), AT_HAS_LD, NULL},
+                {"options.start", AT_IN_OPT, AT_F32, AT_FILL_POSITIVE, ONE, ONE, EXT(SB_D), 0,
+                 NULL},
+                {"bandwidths", AT_OUT, AT_F32, AT_FILL_DATA, ONE, ONE, EXT(SB_D), 0, NULL},
+                {"report", AT_OUT_OPT, AT_F64, AT_FILL_DATA, ONE, ONE, ONE, 0, report_shape},
+                {"curve_scales", AT_OUT_OPT, AT_F32, AT_FILL_DATA, ONE, ONE, ONE, 0,
+                 curve_shape},
+                {"curve_cv", AT_OUT_OPT, AT_F64, AT_FILL_DATA, ONE, ONE, ONE, 0, curve_shape}},
+        NO_SCORE,
+        NO_MASK,
+        .n_structs = 1,
+        .structs = {"model"},
+        .n_params = 4,
+        .params = {{"model.kernel", AT_PARAM_ENUM, 0, 5},
+                   {"model.degree", AT_PARAM_ENUM, 0, 2},
+                   {"model.empty", AT_PARAM_ENUM, 0, 3},
+                   {"options.tolerance", AT_PARAM_FINITE, 1e-2, 0}},
+        NOT_IN_PLACE,
+        .invoke = invoke_nw_select,
+        .finite_data = 1,
+    },
+    {
+        .name = "nwattn_bandwidth_rule_of_thumb",
+        .n_dims = 2,
+        .dims = {DIM_ZERO_STATUS_MIN("n", 6, 3, 40, NWATTN_ERR_DEGENERATE_DATA, 2),
+                 DIM("d", 3, 1, 5, AT_ZERO_INVALID)},
+        .batch_dim = -1,
+        .n_ops = 2,
+        .ops = {{"x", AT_IN, AT_F32, AT_FILL_DATA, ONE, EXT(RT_N), EXT(RT_D), AT_HAS_LD, NULL},
+                {"bandwidths", AT_OUT, AT_F32, AT_FILL_DATA, ONE, ONE, EXT(RT_D), 0, NULL}},
+        NO_SCORE,
+        NO_MASK,
+        .n_params = 1,
+        .params = {{"rule", AT_PARAM_ENUM, 0, 3}},
+        NOT_IN_PLACE,
+        .invoke = invoke_rule_of_thumb,
+        .finite_data = 1,
+        .agree = agree_identical,
+    },
+    {
+        .name = "nwattn_dataset_generate",
+        .n_dims = 1,
+        .dims = {DIM("n", 7, 1, 60, AT_ZERO_EMPTY)},
+        .batch_dim = -1,
+        .n_ops = 3,
+        .ops = {{"rng", AT_INOUT, AT_F64, AT_FILL_DATA, ONE, ONE, ONE, 0, NULL},
+                {"x", AT_OUT, AT_F32, AT_FILL_DATA, ONE, ONE, EXT(0), 0, NULL},
+                {"y", AT_OUT, AT_F32, AT_FILL_DATA, ONE, ONE, EXT(0), 0, NULL}},
+        NO_SCORE,
+        NO_MASK,
+        .n_params = 1,
+        .params = {{"dataset", AT_PARAM_ENUM, 0, 2}},
+        NOT_IN_PLACE,
+        .invoke = invoke_dataset_generate,
+        .agree = agree_identical,
+    },
+    {
+        .name = "nwattn_dataset_truth",
+        .n_dims = 1,
+        .dims = {DIM("m", 7, 1, 60, AT_ZERO_EMPTY)},
+        .batch_dim = -1,
+        .n_ops = 2,
+        /* x >= 0 (2 sin x + x^0.8 of the d2l data set): negative entries are a bad entry */
+        .ops = {{"x", AT_IN, AT_F32, AT_FILL_NONNEG, ONE, ONE, EXT(0), 0, NULL},
+                {"f", AT_OUT, AT_F32, AT_FILL_DATA, ONE, ONE, EXT(0), 0, NULL}},
+        NO_SCORE,
+        NO_MASK,
+        .n_params = 1,
+        .params = {{"dataset", AT_PARAM_ENUM, 0, 2}},
+        NOT_IN_PLACE,
+        .invoke = invoke_dataset_truth,
+        .finite_data = 1,
+        .agree = agree_identical,
     },
 };
 

@@ -59,6 +59,9 @@ typedef struct at_dim {
     /* The status of 0 when zero is AT_ZERO_INVALID, if not NWATTN_ERR_BAD_DIMENSION (a
      * regression without training points, say). 0: NWATTN_ERR_BAD_DIMENSION. */
     nwattn_status zero_status;
+    /* The smallest valid size of random cases (0: 1), for functions that need several points
+     * (cross-validation needs n >= 3); sizes from 1 to min - 1 are refused like 0. */
+    size_t min;
 } at_dim;
 
 #define AT_ONE (-1) /* an extent of 1 */
@@ -145,6 +148,10 @@ typedef struct at_fn {
      * documented accuracy; returns 1 if they agree (prints the culprit otherwise). NULL: the
      * fuzzer compares statuses only. */
     int (*agree)(const at_case *reference, const at_case *blas);
+    /* 1 if the function refuses non-finite data (the regression functions): random cases then
+     * use moderate data only, so that they stay valid (the bad-entry class and
+     * tests/test_nw_errors.c cover non-finite data). */
+    int finite_data;
 } at_fn;
 
 extern const at_fn at_functions[];

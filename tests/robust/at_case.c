@@ -151,7 +151,8 @@ static size_t span_elems(const at_case *c, int i) {
 static void lens_shape(const at_case *c, size_t *items, size_t *rows, size_t *cols) {
     *items = 1;
     *rows = 1;
-    size_t batch = c->dim[c->fn->batch_dim];
+    /* a function without a batch (the regression functions) has one item */
+    size_t batch = c->fn->batch_dim >= 0 ? c->dim[c->fn->batch_dim] : 1;
     *cols = (c->mask.flags & NWATTN_MASK_LENS_PER_ROW) ? sat_mul(batch, c->dim[c->fn->mask_m_dim])
                                                        : batch;
 }
@@ -233,6 +234,8 @@ void at_config_random(const at_fn *fn, at_src *src, at_config *cfg) {
         /* Mostly small sizes, where layouts and masks vary most; 0 now and then if valid. */
         size_t hi = at_src_chance(src, 75) ? (d->max < 6 ? d->max : 6) : d->max;
         cfg->dim[i] = 1 + at_src_below(src, hi);
+        if (cfg->dim[i] < d->min)
+            cfg->dim[i] = d->min;
         if (d->zero != AT_ZERO_INVALID && at_src_chance(src, 4))
             cfg->dim[i] = 0;
     }
@@ -263,7 +266,7 @@ void at_config_random(const at_fn *fn, at_src *src, at_config *cfg) {
     }
     for (int p = 0; p < fn->n_params; p++)
         cfg->param[p] = fn->params[p].base;
-    cfg->data = at_src_chance(src, 15) ? AT_DATA_RAW : AT_DATA_MODERATE;
+    cfg->data = at_src_chance(src, 15) && !fn->finite_data ? AT_DATA_RAW : AT_DATA_MODERATE;
     cfg->seed = at_src_u64(src);
 }
 
