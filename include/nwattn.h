@@ -15,11 +15,51 @@
  *   An output stride must keep the items apart: stride >= (rows - 1) * ld + cols.
  *   (The Nadaraya-Watson regression section at the end works on one data set per call.)
  * - Shapes: Q is m×d, K is n×d, V is n×dv, scores and weights are m×n, O is m×dv.
- * - batch == 0, m == 0 or dv == 0 is a valid empty problem: NWATTN_OK, nothing is written.
- *   n == 0 (no keys) is valid: every row is fully masked (see "Masks"). d must be >= 1.
+ * - batch == 0 or m == 0 is a valid empty problem: NWATTN_OK, nothing is written. dv == 0
+ *   leaves O empty (weights and lse are still written when asked for). n == 0 (no keys) is
+ *   valid: every row is fully masked (see "Masks"). d must be >= 1.
  * - Every function returns an nwattn_status. On any error nothing that the caller passed as an
  *   output has been written, and nwattn_context_last_error() explains what was wrong.
  * - The library never aborts, exits, prints or asserts; it has no mutable global state.
+ *
+ * Range and non-finite values
+ * ---------------------------
+ * - Valid parameters and data of any magnitude work: bandwidths from the smallest positive float
+ *   to FLT_MAX, any finite scale, any finite data. The poolings (nwattn_pool,
+ *   nwattn_average_pool, nwattn_attention) never round a score to float on its way to the
+ *   softmax (scores travel as float times a power of two, or in double), under every backend,
+ *   so with h = 1e-30 the nearest key gets its limit weight 1 rather than every score
+ *   overflowing to -inf. nwattn_scores returns the float rounding of each score,
+ *   which is ±INFINITY beyond ±FLT_MAX; since nwattn_softmax reads a -INFINITY score as masked,
+ *   use nwattn_pool (which can also return the weights) for such extreme scales.
+ * - Softmax rows (nwattn_softmax, nwattn_pool): a key is live unless its position, keep byte,
+ *   valid length, an additive -INFINITY or a score of -INFINITY masks it; the score and additive
+ *   value of a masked key are never looked at. The value of a live key is score + additive,
+ *   evaluated in double, so it may be +INFINITY or NaN but never overflows. Then per row:
+ *     no live key                  -> weights 0, output 0, lse -INFINITY ("fully masked");
+ *     some live value is NaN       -> live weights NaN, masked weights 0, output and lse NaN;
+ *     c live values are +INFINITY  -> weight 1/c on each of them, 0 elsewhere, lse +INFINITY
+ *                                     (the limit of scores growing without bound);
+ *     otherwise                    -> the ordinary max-shifted softmax.
+ *   lse is the float rounding of the log-sum-exp, so it is also ±INFINITY when the true value
+ *   lies beyond ±FLT_MAX (all scores below -1e38, say); the weights tell such rows apart.
+ * - NaN and Inf in Q or K give the scores that IEEE arithmetic gives for the definitions,
+ *   evaluated in double: for Gaussian and Laplace an infinite coordinate facing a finite one is
+ *   an infinite distance, score -INFINITY, so that key is masked for that query; Inf - Inf and
+ *   NaN give a NaN score. Dot scores are IEEE sums of products (Inf · 0 = NaN). All backends
+ *   agree on this (BLAS and FUSED evaluate a block holding a non-finite value by the reference
+ *   formulas).
+ * - NaN and Inf in V, and in nwattn_bmm operands, follow IEEE arithmetic: a key with a nonzero
+ *   weight passes them to its output row. Whether a key with weight 0 (a masked one, say) does
+ *   is unspecified: REFERENCE, and BLAS on OpenBLAS, pass NaN (0 · NaN = NaN, 0 · Inf = NaN);
+ *   FUSED never reads keys beyond every row's valid length; a BLAS that skips zero factors may
+ *   not. Keep the values of padding keys finite.
+ * - Partial states (nwattn_pool_partial) follow the same rules: a live NaN makes the row's
+ *   state NaN (max, sum and acc); live +INFINITY values give max = +INFINITY, sum = their
+ *   count and acc = the sum of their values, which merging and finishing carry to the limit.
+ *   The stored shift is a float: a row whose largest live value lies beyond ±FLT_MAX cannot be
+ *   held and gets a NaN state (never an empty one that would finish to zeros); use nwattn_pool
+ *   for such scales.
  *
  * Threads: a context must not be used by two threads at the same time. Distinct contexts are
  * fully independent, and read-only inputs may be shared by any number of concurrent calls.
@@ -111,9 +151,7 @@ typedef struct nwattn_context nwattn_context;
  * - FUSED: tiles of (up to) 64 query rows × 16 .. 256 keys; the tile products go through
  *   cblas_sgemm and an online softmax (running row max, running row sum, unnormalised
  *   accumulator) combines the tiles, with one division per row at the end. The m×n weights
- *   never exist: working memory is a few tiles per worker thread, whatever m and n, plus for
- *   Gaussian and Laplace scores one prepared copy of the keys (centred, divided by h: the
- *   size of K, once per call instead of once per block of queries). Key tiles
+ *   never exist: working memory is a few tiles per worker thread, whatever m and n. Key tiles
  *   that the mask hides from every row of a block (causal, valid lengths) are skipped. If the
  *   caller asks for the weights, a second pass writes exp(score - lse) into them.
  * - AUTO picks REFERENCE when a leading dimension does not fit the BLAS integer; for poolings
@@ -201,7 +239,8 @@ typedef struct nwattn_score {
     const float *bandwidths; /* NULL, or d per-dimension bandwidths, each finite and > 0 */
 } nwattn_score;
 
-/* S_b = score(Q_b, K_b): m×n raw scores, no mask. */
+/* S_b = score(Q_b, K_b): m×n raw scores, no mask. Each is the float rounding of the score, so
+ * scores beyond ±FLT_MAX come out as ±INFINITY (see "Range and non-finite values"). */
 NWATTN_API nwattn_status nwattn_scores(nwattn_context *ctx, const nwattn_score *score,
                                        size_t batch, size_t m, size_t n, size_t d,
                                        const float *q, size_t ldq, size_t stride_q,
@@ -212,7 +251,8 @@ NWATTN_API nwattn_status nwattn_scores(nwattn_context *ctx, const nwattn_score *
 /* Key j is masked for query i of item b when any part of the mask says so. A masked key gets
  * exactly zero weight (not the tiny weight of d2l's -1e6 trick). A row whose keys are all masked
  * gets zero weights, a zero output and log-sum-exp -INFINITY: never NaN.
- * A score (plus additive mask) of -INFINITY masks its key too. */
+ * A score of -INFINITY, or an additive value of -INFINITY, masks its key too (see "Range and
+ * non-finite values" above for NaN and +INFINITY). */
 enum {
     NWATTN_MASK_LEAVE_ONE_OUT = 1u << 0, /* key i is masked for query i (d2l's training set-up) */
     NWATTN_MASK_CAUSAL = 1u << 1,        /* keys j > i are masked */
@@ -710,7 +750,8 @@ typedef enum nwattn_dataset {
 /* n pairs (x[i], y[i]) of the data set: first all n uniforms for x (rounded to float), then
  * all n normals for the noise, y = f(x) + noise computed in double and rounded to float. The
  * uniforms and normals are bit-identical everywhere; f uses the C library's sin and pow, so a
- * y may differ in its last bit between C libraries in rare cases. */
+ * y may differ in its last bit between C libraries in rare cases. x, y and *rng must not
+ * overlap (NWATTN_ERR_ALIASING). */
 NWATTN_API nwattn_status nwattn_dataset_generate(nwattn_context *ctx, nwattn_dataset dataset,
                                                  nwattn_rng *rng, size_t n, float *x,
                                                  float *y);

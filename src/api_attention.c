@@ -56,11 +56,6 @@ nwattn_status nwattn_attention(nwattn_context *ctx, const nwattn_attention_param
         .pool = {.simd = ctx->simd, .batch = batch, .heads = p->heads, .m = t_q, .n = t_kv, .d = dh, .dv = dvh,
                  .w = weights, .ldw = ldw, .stride_w = stride_w, .hstride_w = t_q * ldw},
     };
-    if (score == NULL)
-        a.pool.score = (nw_score){NWATTN_SCORE_DOT, (float)(1.0 / sqrt((double)dh)), 0.0f, NULL};
-    else
-        NW_TRY(nw_check_score(ctx, score, dh, &a.pool.score));
-
     nw_call call;
     nw_call_init(&call, ctx, batch);
     NW_TRY(nw_input(&call, "x_q", x_q, t_q, p->d_q_in, ldx_q, stride_x_q));
@@ -75,9 +70,10 @@ nwattn_status nwattn_attention(nwattn_context *ctx, const nwattn_attention_param
     NW_TRY(check_weight(&call, "params.b_v", p->b_v, 1, p->d_v, 1));
     if (p->w_o != NULL)
         NW_TRY(check_weight(&call, "params.b_o", p->b_o, 1, p->d_out, 1));
-    if (a.pool.score.bandwidths != NULL)
-        NW_TRY(nw_input_array(&call, "score.bandwidths", a.pool.score.bandwidths, sizeof(float),
-                              dh));
+    if (score == NULL)
+        a.pool.score = (nw_score){NWATTN_SCORE_DOT, (float)(1.0 / sqrt((double)dh)), 0.0f, NULL};
+    else
+        NW_TRY(nw_check_score(&call, score, dh, &a.pool.score));
     NW_TRY(nw_output(&call, "y", y, t_q, out_w, ldy, stride_y));
     if (weights != NULL) {
         size_t rows;

@@ -22,10 +22,10 @@ nwattn_status nwattn_pool(nwattn_context *ctx, const nwattn_score *score,
         .w = weights, .ldw = ldw, .stride_w = stride_w,
         .lse = lse, .stride_lse = stride_lse,
     };
-    NW_TRY(nw_check_score(ctx, score, d, &args.score));
     nw_call call;
     nw_call_init(&call, ctx, batch);
     NW_TRY(nw_check_pool_inputs(&call, &args));
+    NW_TRY(nw_check_score(&call, score, d, &args.score));
     NW_TRY(nw_output(&call, "o", o, m, dv, ldo, stride_o));
     if (weights != NULL)
         NW_TRY(nw_output(&call, "weights", weights, m, n, ldw, stride_w));

@@ -23,10 +23,10 @@ nwattn_status nwattn_pool_partial(nwattn_context *ctx, const nwattn_score *score
         .k = k, .ldk = ldk, .stride_k = stride_k,
         .v = v, .ldv = ldv, .stride_v = stride_v,
     };
-    NW_TRY(nw_check_score(ctx, score, d, &args.score));
     nw_call call;
     nw_call_init(&call, ctx, batch);
     NW_TRY(nw_check_pool_inputs(&call, &args));
+    NW_TRY(nw_check_score(&call, score, d, &args.score));
     NW_TRY(nw_check_state(&call, state_names, state, m, dv, 1));
     NW_TRY(nw_check_shard_mask(&call, mask, m, n, key_offset, &args.mask));
     NW_TRY(nw_check_disjoint(&call));

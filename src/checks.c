@@ -116,8 +116,9 @@ int nw_call_blas_ok(const nw_call *call) { return call->max_ld <= NW_BLAS_INT_MA
 
 static int positive_finite(float x) { return isfinite(x) && x > 0.0f; }
 
-nwattn_status nw_check_score(nwattn_context *ctx, const nwattn_score *score, size_t d,
+nwattn_status nw_check_score(nw_call *call, const nwattn_score *score, size_t d,
                              nw_score *out) {
+    nwattn_context *ctx = call->ctx;
     if (score == NULL)
         return nw_fail(ctx, NWATTN_ERR_NULL_POINTER, "score is NULL");
     switch (score->kind) {
@@ -129,6 +130,8 @@ nwattn_status nw_check_score(nwattn_context *ctx, const nwattn_score *score, siz
     case NWATTN_SCORE_GAUSSIAN:
     case NWATTN_SCORE_LAPLACE:
         if (score->bandwidths != NULL) {
+            /* The array's extent is checked before any of it is read. */
+            NW_TRY(nw_input_array(call, "score.bandwidths", score->bandwidths, sizeof(float), d));
             for (size_t j = 0; j < d; j++)
                 if (!positive_finite(score->bandwidths[j]))
                     return nw_fail(ctx, NWATTN_ERR_BAD_PARAMETER,
@@ -223,8 +226,5 @@ nwattn_status nw_check_pool_inputs(nw_call *call, const nw_pool_args *a) {
     NW_TRY(nw_input(call, "q", a->q, a->m, a->d, a->ldq, a->stride_q));
     NW_TRY(nw_input(call, "k", a->k, a->n, a->d, a->ldk, a->stride_k));
     NW_TRY(nw_input(call, "v", a->v, a->n, a->dv, a->ldv, a->stride_v));
-    if (a->score.bandwidths != NULL)
-        NW_TRY(nw_input_array(call, "score.bandwidths", a->score.bandwidths, sizeof(float),
-                              a->d));
     return NWATTN_OK;
 }

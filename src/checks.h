@@ -5,7 +5,9 @@
 
 #include "internal.h"
 
-#define NW_MAX_OPERANDS 12
+/* The most a call registers: nwattn_attention has 11 inputs of its own (sequences, weights,
+ * biases), the score's bandwidths and three mask arrays, and 2 outputs. */
+#define NW_MAX_OPERANDS 24
 
 typedef struct nw_range {
     const char *name;
@@ -47,8 +49,9 @@ nwattn_status nw_check_disjoint(const nw_call *call);
 /* Whether every leading dimension fits the BLAS integer. */
 int nw_call_blas_ok(const nw_call *call);
 
-/* Validates a public score description against d and copies it into *out. */
-nwattn_status nw_check_score(nwattn_context *ctx, const nwattn_score *score, size_t d,
+/* Validates a public score description against d, registers its bandwidths array (if used) as
+ * an input of call, and copies it into *out. Call it after the operands that fix d. */
+nwattn_status nw_check_score(nw_call *call, const nwattn_score *score, size_t d,
                              nw_score *out);
 
 /* Validates a public mask (NULL: none) for batch items of m×n, registers its arrays as inputs
@@ -62,8 +65,8 @@ nwattn_status nw_check_shard_mask(nw_call *call, const nwattn_mask *mask, size_t
                                   size_t key_offset, nw_mask *out);
 
 struct nw_pool_args;
-/* Registers the pooling inputs of args (q, k, v and per-dimension bandwidths, as filled in by
- * the caller with a validated score) with call. */
+/* Registers the pooling inputs of args (q, k, v) with call; nw_check_score, called after it,
+ * registers the score's bandwidths. */
 nwattn_status nw_check_pool_inputs(nw_call *call, const struct nw_pool_args *args);
 
 /* Registers the three arrays of a partial state (batch × m rows of dv) as outputs of call, or

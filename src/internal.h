@@ -95,17 +95,24 @@ typedef struct nw_exec {
 } nw_exec;
 
 /* One backend: every primitive the dispatch layer composes. Kernels get validated arguments
- * and never fail; the memory they need is sized by *_workspace and handed in. */
+ * and never fail; the memory they need is sized by *_workspace and handed in.
+ *
+ * Scores travel as row_scale[i] · t[i][j]: t is float, row_scale[i] an exact power of two kept
+ * in double. Scores beyond the float range (tiny bandwidths, huge dot scales or data) thus reach
+ * the softmax intact instead of rounding to ±inf, which the softmax would read as "masked". */
 typedef struct nw_kernels {
     const char *name;
-    /* Bytes of scratch `scores` needs for a block of m queries against n keys. */
+    /* Bytes of scratch `scores` needs for a block of m queries against n keys (SIZE_MAX when
+     * that overflows). A multiple of 8 bytes, used with 8-byte alignment. */
     size_t (*scores_workspace)(const nw_score *score, size_t m, size_t n, size_t d);
     void (*scores)(const nw_score *score, size_t m, size_t n, size_t d,
                    const float *q, size_t ldq, const float *k, size_t ldk,
-                   float *s, size_t lds, void *scratch);
-    /* Rows i0 .. i0+rows-1 of item b: w = masked softmax(s); lse optional (NULL). */
-    void (*softmax)(const nw_simd *simd, const nw_mask *mask, size_t b, size_t i0, size_t rows, size_t n,
-                    const float *s, size_t lds, float *w, size_t ldw, float *lse);
+                   float *t, size_t ldt, double *row_scale, void *scratch);
+    /* Rows i0 .. i0+rows-1 of item b: w = masked softmax(row_scale · s); row_scale NULL means
+     * all ones; lse optional (NULL). w may be s (same ld). See nwattn.h "Non-finite values". */
+    void (*softmax)(const nw_simd *simd, const nw_mask *mask, size_t b, size_t i0, size_t rows,
+                    size_t n, const float *s, size_t lds, const double *row_scale, float *w,
+                    size_t ldw, float *lse);
     /* c = a·b for one item (m×k times k×n). */
     void (*gemm)(size_t m, size_t n, size_t k, const float *a, size_t lda,
                  const float *b, size_t ldb, float *c, size_t ldc);

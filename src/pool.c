@@ -26,27 +26,36 @@ static void copy_first_row(const nw_pool_args *a, float *o, float *lse) {
             lse[i] = lse[0];
 }
 
-/* Query rows per block, and the floats of the score block (none when scores go straight into
- * the caller's weights). */
+/* Query rows per block and the floats of the score block (none when scores go straight into
+ * the caller's weights): a block of rows at a time bounds the working memory. */
 static size_t block_rows(const nw_pool_args *a, size_t m_eff, size_t *s_floats) {
-    *s_floats = 0;
-    if (a->w != NULL)
-        return m_eff;
     size_t block = min_size(m_eff, a->n > 0 ? POOL_BLOCK_FLOATS / a->n : m_eff);
     if (block == 0)
         block = 1;
-    *s_floats = block * a->n; /* <= max(POOL_BLOCK_FLOATS, n): no overflow */
+    *s_floats = a->w == NULL ? block * a->n : 0; /* <= max(POOL_BLOCK_FLOATS, n) */
     return block;
 }
 
+/* Working memory, in this order: the block's row scales (doubles, see nw_kernels), the
+ * kernels' scratch (a multiple of 8 bytes), the block of scores. */
+typedef struct unfused_layout {
+    size_t block, s_floats, scale_bytes, scratch_bytes, total;
+} unfused_layout;
+
+static unfused_layout layout_of(const nw_kernels *self, const nw_pool_args *a) {
+    unfused_layout l;
+    l.block = block_rows(a, rows_identical(a) ? 1 : a->m, &l.s_floats);
+    l.scratch_bytes = self->scores_workspace(&a->score, l.block, a->n, a->d);
+    size_t s_bytes;
+    if (l.scratch_bytes == SIZE_MAX || !nw_mul(l.block, sizeof(double), &l.scale_bytes) ||
+        !nw_mul(l.s_floats, sizeof(float), &s_bytes) ||
+        !nw_add(l.scale_bytes, l.scratch_bytes, &l.total) || !nw_add(l.total, s_bytes, &l.total))
+        l.total = SIZE_MAX;
+    return l;
+}
+
 size_t nw_pool_unfused_workspace(const nw_kernels *self, const nw_pool_args *a) {
-    size_t s_floats;
-    size_t block = block_rows(a, rows_identical(a) ? 1 : a->m, &s_floats);
-    size_t scratch_bytes = self->scores_workspace(&a->score, block, a->n, a->d);
-    size_t total;
-    if (scratch_bytes == SIZE_MAX || !nw_add(s_floats * sizeof(float), scratch_bytes, &total))
-        return SIZE_MAX;
-    return total;
+    return layout_of(self, a).total;
 }
 
 void nw_pool_unfused(const nw_kernels *self, const nw_pool_args *a, void *ws) {
@@ -54,10 +63,10 @@ void nw_pool_unfused(const nw_kernels *self, const nw_pool_args *a, void *ws) {
         return;
     const int identical = rows_identical(a);
     const size_t m_eff = identical ? 1 : a->m;
-    size_t s_floats;
-    const size_t block = block_rows(a, m_eff, &s_floats);
-    float *s_block = ws;
-    void *scratch = (float *)ws + s_floats;
+    const unfused_layout l = layout_of(self, a);
+    double *row_scale = ws;
+    void *scratch = (char *)ws + l.scale_bytes;
+    float *s_block = (float *)(void *)((char *)scratch + l.scratch_bytes);
 
     for (size_t b = 0; b < a->batch; b++)
         for (size_t h = 0; h < a->heads; h++) {
@@ -67,13 +76,13 @@ void nw_pool_unfused(const nw_kernels *self, const nw_pool_args *a, void *ws) {
             float *o = NW_ITEM(a, o, b, h);
             float *w = a->w ? NW_ITEM(a, w, b, h) : NULL;
             float *lse = a->lse ? NW_ITEM(a, lse, b, h) : NULL;
-            for (size_t i0 = 0; i0 < m_eff; i0 += block) {
-                size_t rows = min_size(block, m_eff - i0);
+            for (size_t i0 = 0; i0 < m_eff; i0 += l.block) {
+                size_t rows = min_size(l.block, m_eff - i0);
                 float *s = w ? w + i0 * a->ldw : s_block;
                 size_t lds = w ? a->ldw : (a->n > 0 ? a->n : 1);
                 self->scores(&a->score, rows, a->n, a->d, q + i0 * a->ldq, a->ldq, k, a->ldk, s,
-                             lds, scratch);
-                self->softmax(a->simd, &a->mask, b, i0, rows, a->n, s, lds, s, lds,
+                             lds, row_scale, scratch);
+                self->softmax(a->simd, &a->mask, b, i0, rows, a->n, s, lds, row_scale, s, lds,
                               lse ? lse + i0 : NULL);
                 self->gemm(rows, a->dv, a->n, s, lds, v, a->ldv, o + i0 * a->ldo, a->ldo);
             }

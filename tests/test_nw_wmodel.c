@@ -211,8 +211,26 @@ static void test_divergence(void **state) {
     nwattn_context_destroy(ctx);
 }
 
+/* No keys and no value columns: no working memory at all. A fresh reference context has no
+ * workspace either, which once made the reference path offset a NULL pointer (UBSan, found by
+ * the fuzzer). Every row is fully masked: loss 0, gradient 0. */
+static void test_empty_problem(void **state) {
+    (void)state;
+    for (int b = 0; b < 2; b++) {
+        nwattn_context *ctx =
+            nt_context(b == 0 ? NWATTN_BACKEND_REFERENCE : NWATTN_BACKEND_BLAS);
+        const float xq[2] = {0.5f, 1.5f};
+        double loss = -1.0, grad = -1.0;
+        NT_ASSERT_OK(ctx, nwattn_wmodel_evaluate(ctx, 1.0f, NULL, 2, 0, 1, 0, xq, 1, xq, 1, xq,
+                                                 1, xq, 1, NULL, 0, NULL, 0, &loss, &grad));
+        assert_true(loss == 0.0 && grad == 0.0);
+        nwattn_context_destroy(ctx);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_empty_problem),
         cmocka_unit_test(test_gradient_and_backends),
         cmocka_unit_test(test_equivalences),
         cmocka_unit_test(test_d2l_training),

@@ -1,52 +1,60 @@
-/* The centred distance expansion's pieces (see blas_distance.h). */
+/* The centred distance expansion's pieces and range checks (see blas_distance.h). */
 #include <math.h>
+#include <stdint.h>
+#include <string.h>
 
 #include "blas_distance.h"
 
-void nw_inverse_bandwidths(const nw_score *score, size_t d, float *inv_h) {
+/* Rescaled coordinates of magnitude 2^-DISTANCE_SAFE .. 2^DISTANCE_SAFE are used as they are:
+ * their squares, and sums of d of them, neither overflow nor underflow a float. */
+#define DISTANCE_SAFE 40
+/* Dot products whose largest term and sum stay within 2^-DOT_SAFE .. 2^DOT_SAFE go straight to
+ * sgemm. */
+#define DOT_SAFE 100
+
+static int in_range(double x, int exponent) {
+    return x >= ldexp(1.0, -exponent) && x <= ldexp(1.0, exponent);
+}
+
+void nw_inverse_bandwidths(const nw_score *score, size_t d, double *inv_h) {
     for (size_t j = 0; j < d; j++)
-        inv_h[j] = (float)(1.0 / (double)(score->bandwidths ? score->bandwidths[j]
-                                                            : score->bandwidth));
+        inv_h[j] = 1.0 / (double)(score->bandwidths ? score->bandwidths[j] : score->bandwidth);
 }
 
-void nw_mean_key(size_t n, size_t d, const float *k, size_t ldk, float *centre) {
+void nw_mean_key(size_t n, size_t d, const float *k, size_t ldk, double *centre) {
     for (size_t j = 0; j < d; j++) {
-        /* Four running sums: no chain of dependent double additions (the fused path takes
-         * this mean once per block of 64 query rows). */
-        double sum[4] = {0.0, 0.0, 0.0, 0.0};
-        size_t i = 0;
-        for (; i + 4 <= n; i += 4)
-            for (size_t l = 0; l < 4; l++)
-                sum[l] += (double)k[(i + l) * ldk + j];
-        for (; i < n; i++)
-            sum[0] += (double)k[i * ldk + j];
-        const double total = (sum[0] + sum[1]) + (sum[2] + sum[3]);
-        centre[j] = n > 0 ? (float)(total / (double)n) : 0.0f;
+        double sum = 0.0;
+        for (size_t i = 0; i < n; i++)
+            sum += (double)k[i * ldk + j];
+        centre[j] = n > 0 ? sum / (double)n : 0.0;
     }
 }
 
-void nw_rescale_rows(size_t rows, size_t d, const float *x, size_t ldx, const float *centre,
-                     const float *inv_h, float *out, float *norms) {
-    for (size_t i = 0; i < rows; i++) {
-        double norm = 0.0;
-        for (size_t j = 0; j < d; j++) {
-            float u = (x[i * ldx + j] - centre[j]) * inv_h[j];
-            out[i * d + j] = u;
-            norm += (double)u * (double)u;
-        }
-        norms[i] = (float)norm;
-    }
+double nw_max_rescaled(size_t rows, size_t d, const float *x, size_t ldx, const double *centre,
+                       const double *inv_h) {
+    double largest = 0.0;
+    for (size_t i = 0; i < rows; i++)
+        for (size_t j = 0; j < d; j++)
+            largest = fmax(largest, fabs(((double)x[i * ldx + j] - centre[j]) * inv_h[j]));
+    return largest;
 }
 
-void nw_rescale_rows_transposed(size_t rows, size_t d, const float *x, size_t ldx,
-                                const float *centre, const float *inv_h, float *out,
-                                size_t ld_out, float *norms) {
+int nw_distance_exponent(double largest) {
+    int exponent = 0;
+    if (largest > 0.0 && !in_range(largest, DISTANCE_SAFE))
+        (void)frexp(largest, &exponent);
+    return exponent;
+}
+
+void nw_rescale_rows(size_t rows, size_t d, const float *x, size_t ldx, const double *centre,
+                     const double *inv_h, int exponent, float *out, float *norms) {
     for (size_t i = 0; i < rows; i++) {
         double norm = 0.0;
         for (size_t j = 0; j < d; j++) {
-            float u = (x[i * ldx + j] - centre[j]) * inv_h[j];
-            out[j * ld_out + i] = u;
-            norm += (double)u * (double)u;
+            double u = ((double)x[i * ldx + j] - centre[j]) * inv_h[j];
+            float stored = (float)(exponent != 0 ? ldexp(u, -exponent) : u);
+            out[i * d + j] = stored;
+            norm += (double)stored * (double)stored;
         }
         norms[i] = (float)norm;
     }
@@ -65,15 +73,44 @@ void nw_distance_scores(nwattn_score_kind kind, size_t m, size_t n, const float 
     }
 }
 
-void nw_distance_scores_1d(nwattn_score_kind kind, size_t m, size_t n, const float *q,
-                           size_t ldq, const float *k, size_t ldk, float inv_h, float *s,
-                           size_t lds) {
+double nw_distance_scale(nwattn_score_kind kind, int exponent) {
+    /* Gaussian scores scale with the square of the coordinates, Laplace ones linearly. */
+    return ldexp(1.0, kind == NWATTN_SCORE_GAUSSIAN ? 2 * exponent : exponent);
+}
+
+double nw_max_abs(size_t rows, size_t cols, const float *x, size_t ldx) {
+    /* On the bits: |x| orders like its bit pattern without the sign, and Inf and NaN are the
+     * patterns from 0x7f800000 up. An integer max the compiler vectorises. */
+    uint32_t largest = 0;
+    for (size_t i = 0; i < rows; i++) {
+        const float *row = x + i * ldx;
+        for (size_t j = 0; j < cols; j++) {
+            uint32_t bits;
+            memcpy(&bits, &row[j], sizeof bits);
+            bits &= 0x7fffffffu;
+            largest = bits > largest ? bits : largest;
+        }
+    }
+    if (largest >= 0x7f800000u)
+        return -1.0;
+    float value;
+    memcpy(&value, &largest, sizeof value);
+    return (double)value;
+}
+
+int nw_dot_in_range(double max_q, double max_k, size_t d, float scale) {
+    const double product = max_q * max_k; /* the largest |q_j k_j| */
+    const double largest = product * (double)d * fmax(1.0, fabs((double)scale));
+    return product == 0.0 || (in_range(product, DOT_SAFE) && largest <= ldexp(1.0, DOT_SAFE));
+}
+
+void nw_distance_scores_1d(nwattn_score_kind kind, size_t m, size_t n, const float *qp,
+                           const float *kp, float *s, size_t lds) {
     const int gaussian = kind == NWATTN_SCORE_GAUSSIAN;
     for (size_t i = 0; i < m; i++) {
         float *row = s + i * lds;
-        const float qi = q[i * ldq];
         for (size_t j = 0; j < n; j++) {
-            float u = (qi - k[j * ldk]) * inv_h;
+            float u = qp[i] - kp[j];
             row[j] = gaussian ? -0.5f * u * u : -fabsf(u);
         }
     }

@@ -1,83 +1,104 @@
-/* Float masked softmax: max shift, exponentials written in place by the context's vector
- * kernels (simd.h), sum accumulated in double. */
+/* Float masked softmax: max shift, exponentials written in place, sum accumulated in double.
+ * Rows with a score scale or an additive mask form score + additive in double (scores may lie
+ * beyond the float range, see nw_kernels); plain rows stay in float, which gives the same bits:
+ * both round the exact difference s - max once. */
 #include <math.h>
 #include <string.h>
 
 #include "blas_kernels.h"
 #include "mask.h"
 
-/* A row that only a limit masks (no keep bytes, no additive values, no excluded key before the
- * limit): the vector kernels take it as it is. Returns 0 if the row needs the general path (a
- * row without any finite-or-+inf entry, which may be all NaN). */
-static int plain_row(const nw_simd *simd, size_t limit, size_t n, const float *srow, float *wrow,
-                     float *lse) {
-    const float max = simd->max(srow, limit);
-    if (max == -INFINITY)
-        return 0;
-    if (wrow != srow)
-        memcpy(wrow, srow, limit * sizeof(float));
-    const double sum = simd->exp_sum(wrow, limit, max);
-    const float inv = (float)(1.0 / sum);
-    for (size_t j = 0; j < limit; j++)
-        wrow[j] *= inv;
-    for (size_t j = limit; j < n; j++)
+/* Pass 2 and 3 of an ordinary row: w = exp(value - max) / sum over the live keys. */
+static void normalise(const nw_mask_row *rm, size_t n, float *wrow, double sum, double max,
+                      float *lse) {
+    for (size_t j = rm->limit; j < n; j++)
         wrow[j] = 0.0f;
+    const float inv = (float)(1.0 / sum); /* sum >= 1: the maximum contributes expf(0) */
+    for (size_t j = 0; j < rm->limit; j++)
+        wrow[j] *= inv;
     if (lse != NULL)
-        *lse = max + (float)log(sum);
-    return 1;
+        *lse = (float)(max + log(sum));
+}
+
+/* Pass 1 of a float row: live keys, +inf and NaN among them, the largest finite value. Keys
+ * masked by position are not visited; the keep bytes and leave-one-out only when present, so
+ * that an unmasked row runs a branch-free loop. */
+static nw_row_scan scan_plain(const nw_mask_row *rm, const float *srow) {
+    nw_row_scan rs = {0, 0, 0, -INFINITY};
+    float max = -INFINITY;
+    size_t neg_inf = 0, pos_inf = 0, dropped = 0;
+    int nan = 0;
+    const int drops = rm->keep != NULL || rm->excluded < rm->limit;
+    for (size_t j = 0; j < rm->limit; j++) {
+        float v = srow[j];
+        if (drops && nw_mask_row_drops(rm, j)) {
+            dropped++;
+            continue;
+        }
+        neg_inf += v == -INFINITY;
+        pos_inf += v == INFINITY;
+        nan |= v != v;
+        max = v > max && v != INFINITY ? v : max;
+    }
+    rs.live = rm->limit - dropped - neg_inf;
+    rs.pos_inf = pos_inf;
+    rs.nan = nan;
+    rs.max = (double)max;
+    return rs;
+}
+
+/* A row without scale or additive mask, in float. Without keep bytes or an excluded key the
+ * exponentials come from the context's vector kernels (simd.h): s - max rounded once, then
+ * exp within 2 ulp; -inf scores give exactly 0. */
+static void plain_row(const nw_simd *simd, const nw_mask_row *rm, size_t n, const float *srow,
+                      float *wrow, float *lse) {
+    const nw_row_scan rs = scan_plain(rm, srow);
+    if (nw_softmax_special_row(rm, &rs, 1.0, n, srow, wrow, lse))
+        return;
+    const float max = (float)rs.max; /* finite here */
+    const int drops = rm->keep != NULL || rm->excluded < rm->limit;
+    if (!drops) {
+        if (wrow != srow)
+            memcpy(wrow, srow, rm->limit * sizeof(float));
+        const double sum = simd->exp_sum(wrow, rm->limit, max);
+        normalise(rm, n, wrow, sum, rs.max, lse);
+        return;
+    }
+    double sum = 0.0;
+    for (size_t j = 0; j < rm->limit; j++) {
+        /* -inf scores give expf(-inf) = 0 by themselves */
+        const float e = drops && nw_mask_row_drops(rm, j) ? 0.0f : expf(srow[j] - max);
+        wrow[j] = e;
+        sum += (double)e;
+    }
+    normalise(rm, n, wrow, sum, rs.max, lse);
 }
 
 static void softmax_row(const nw_simd *simd, const nw_mask *mask, size_t b, size_t i, size_t n,
-                        const float *srow, float *wrow, float *lse) {
-    const nw_mask_row row = nw_mask_row_get(mask, b, i, n);
-    const size_t limit = row.limit;
-    const float *add = row.additive;
-    if (row.keep == NULL && add == NULL && row.excluded >= limit &&
-        plain_row(simd, limit, n, srow, wrow, lse))
-        return;
-
-    /* Pass 1: w = s + additive, -inf where masked; the maximum; whether any key is live.
-     * NaN is live and propagates through the sum, as it should. */
-    size_t live = 0;
-    float max = -INFINITY;
-    for (size_t j = 0; j < limit; j++) {
-        float v = nw_mask_row_drops(&row, j) ? -INFINITY : srow[j] + (add ? add[j] : 0.0f);
-        wrow[j] = v;
-        if (v != -INFINITY) {
-            live++;
-            max = v > max ? v : max;
-        }
-    }
-    for (size_t j = limit; j < n; j++)
-        wrow[j] = 0.0f;
-    if (live == 0) {
-        for (size_t j = 0; j < limit; j++)
-            wrow[j] = 0.0f;
-        if (lse != NULL)
-            *lse = -INFINITY;
+                        double scale, const float *srow, float *wrow, float *lse) {
+    const nw_mask_row rm = nw_mask_row_get(mask, b, i, n);
+    if (scale == 1.0 && rm.additive == NULL) {
+        plain_row(simd, &rm, n, srow, wrow, lse);
         return;
     }
-    /* Pass 2: exponentials and their sum. Masked keys hold -inf, whose exponential is exactly
-     * 0 even if max is not finite (a row of NaN). */
-    double sum;
-    if (max == -INFINITY) { /* only NaN is live: exp(NaN) is NaN, exp(-inf - -inf) too */
-        sum = 0.0;
-        for (size_t j = 0; j < limit; j++) {
-            wrow[j] = wrow[j] == -INFINITY ? 0.0f : NAN;
-            sum += (double)wrow[j];
-        }
-    } else {
-        sum = simd->exp_sum(wrow, limit, max);
+    const nw_row_scan rs = nw_row_scan_of(&rm, scale, srow);
+    if (nw_softmax_special_row(&rm, &rs, scale, n, srow, wrow, lse))
+        return;
+    /* v - max <= 0; below -FLT_MAX it rounds to -inf, whose exponential is the right 0. */
+    double sum = 0.0;
+    for (size_t j = 0; j < rm.limit; j++) {
+        const double v = nw_row_value(&rm, scale, srow, j);
+        const float e = v == -INFINITY ? 0.0f : expf((float)(v - rs.max));
+        wrow[j] = e;
+        sum += (double)e;
     }
-    const float inv = (float)(1.0 / sum);
-    for (size_t j = 0; j < limit; j++)
-        wrow[j] *= inv;
-    if (lse != NULL)
-        *lse = max + (float)log(sum);
+    normalise(&rm, n, wrow, sum, rs.max, lse);
 }
 
-void nw_blas_softmax(const nw_simd *simd, const nw_mask *mask, size_t b, size_t i0, size_t rows,
-                     size_t n, const float *s, size_t lds, float *w, size_t ldw, float *lse) {
+void nw_blas_softmax(const nw_simd *simd, const nw_mask *mask, size_t b, size_t i0,
+                     size_t rows, size_t n, const float *s, size_t lds,
+                     const double *row_scale, float *w, size_t ldw, float *lse) {
     for (size_t r = 0; r < rows; r++)
-        softmax_row(simd, mask, b, i0 + r, n, s + r * lds, w + r * ldw, lse ? lse + r : NULL);
+        softmax_row(simd, mask, b, i0 + r, n, row_scale != NULL ? row_scale[r] : 1.0, s + r * lds,
+                    w + r * ldw, lse ? lse + r : NULL);
 }

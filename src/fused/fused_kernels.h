@@ -13,30 +13,33 @@
  * never compete, and no process-wide BLAS setting needs changing. */
 #define NW_FUSED_TILE_MNK ((size_t)1 << 18)
 
+/* What the units of one item need to know about its keys, found once per item before the
+ * units run (see fused_unit.c "choose_scores"). */
+typedef struct nw_fused_item {
+    double max_k;     /* largest |k|, or -1 if a key holds NaN or Inf */
+    double max_rk;    /* distance scores: largest |(k - centre) / h| */
+} nw_fused_item;
+
 /* How one fused call is cut: units are (item, query block) pairs, item = b·heads + h. */
 typedef struct nw_fused_plan {
     const nw_pool_args *a;
     size_t bm, bn;       /* query rows and keys per tile */
     size_t blocks;       /* query blocks per item */
+    size_t items;        /* batch · heads */
+    size_t shared_bytes; /* the key statistics, before the workers' scratch */
     size_t unit_bytes;   /* scratch per worker */
     unsigned char *scratch;
+    nw_fused_item *item; /* items entries, in the shared part */
+    double *centre;      /* distance scores: items × d mean keys, in the shared part */
+    double *inv_h;       /* distance scores: d inverse bandwidths, in the shared part */
     int partial;         /* write states instead of outputs */
-    /* Distance scores: every item's keys centred, divided by h and transposed once per call,
-     * tile by tile (d × bn floats per tile, tiles one after the other), their squared norms,
-     * and the centre and 1/h (2d floats) of each item. Items that share K (zero strides)
-     * share one copy. Prepared before the units run, read-only in them. */
-    size_t key_items;    /* 0 (not a distance score), 1 (K shared) or batch · heads */
-    size_t key_tiles;    /* tiles per item */
-    size_t keys_bytes;   /* prepared keys of all items, after the workers' scratch */
-    float *keys, *key_norms, *centres;
 } nw_fused_plan;
 
-/* Prepared keys of item `item` (see nw_fused_plan): the item's entry of keys, key_norms and
- * centres. */
-size_t nw_fused_key_item(const nw_fused_plan *plan, size_t item);
-
-/* Fills the tile sizes and the scratch a worker needs; unit_bytes is SIZE_MAX on overflow. */
+/* Fills the tile sizes and the scratch sizes; unit_bytes is SIZE_MAX on overflow. */
 void nw_fused_plan_init(nw_fused_plan *plan, const nw_pool_args *args, int partial);
+
+/* The key statistics of one item (plan->item[item], plan->centre). */
+void nw_fused_prepare_item(const nw_fused_plan *plan, size_t item);
 
 /* Runs one unit with `worker`'s scratch. Units touch disjoint outputs. */
 void nw_fused_unit(const nw_fused_plan *plan, size_t unit, size_t worker);

@@ -105,7 +105,6 @@ nwattn_status nwattn_nw_predict(nwattn_context *ctx, const nwattn_regression *mo
     NW_TRY(nw_begin(ctx));
     nw_model mod;
     NW_TRY(nw_check_model(ctx, model, d, dv, &mod));
-    NW_TRY(nw_check_bandwidths(ctx, "bandwidths", bandwidths, d));
     nw_call call;
     nw_call_init(&call, ctx, 1);
     NW_TRY(nw_check_training(&call, n, d, dv, x, ldx, y, ldy));
@@ -119,6 +118,8 @@ nwattn_status nwattn_nw_predict(nwattn_context *ctx, const nwattn_regression *mo
     if (n_flagged != NULL)
         NW_TRY(nw_output_elems(&call, "n_flagged", n_flagged, sizeof(size_t), 1, 1, 1));
     NW_TRY(nw_check_disjoint(&call));
+    /* Read the bandwidths only now that their d entries are known to be addressable. */
+    NW_TRY(nw_check_bandwidths(ctx, "bandwidths", bandwidths, d));
     NW_TRY(nw_check_finite(ctx, "xq", xq, m, d, ldq));
     if (n == 0)
         return nw_fail(ctx, NWATTN_ERR_DEGENERATE_DATA, "n is 0: no training points");

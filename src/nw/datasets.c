@@ -30,6 +30,8 @@ nwattn_status nwattn_dataset_generate(nwattn_context *ctx, nwattn_dataset datase
     nw_call_init(&call, ctx, 1);
     NW_TRY(nw_output(&call, "x", x, 1, n, n > 0 ? n : 1, 0));
     NW_TRY(nw_output(&call, "y", y, 1, n, n > 0 ? n : 1, 0));
+    /* The state is written too: x or y over it would change the stream while it is drawn. */
+    NW_TRY(nw_output_elems(&call, "rng", rng, sizeof *rng, 1, 1, 1));
     NW_TRY(nw_check_disjoint(&call));
     const int d2l = dataset == NWATTN_DATASET_D2L;
     float *scratch = NULL;

@@ -319,8 +319,7 @@ static nwattn_status check_options(nwattn_context *ctx, const nwattn_cv_options 
     if (!(isfinite(out->tolerance) && out->tolerance > 0.0))
         return nw_fail(ctx, NWATTN_ERR_BAD_PARAMETER,
                        "options.tolerance = %g is not finite and > 0", out->tolerance);
-    if (out->start != NULL)
-        NW_TRY(nw_check_bandwidths(ctx, "options.start", out->start, d));
+    (void)d; /* options.start is read only once its d entries are known to be addressable */
     return NWATTN_OK;
 }
 
@@ -351,6 +350,8 @@ nwattn_status nwattn_nw_select_bandwidth(nwattn_context *ctx, const nwattn_regre
     if (curve_cv != NULL)
         NW_TRY(nw_output_elems(&call, "curve_cv", curve_cv, sizeof(double), 1, grid, grid));
     NW_TRY(nw_check_disjoint(&call));
+    if (opt.start != NULL)
+        NW_TRY(nw_check_bandwidths(ctx, "options.start", opt.start, d));
     NW_TRY(nw_check_spread(ctx, n, d, x, ldx, 3));
     int fast;
     NW_TRY(nw_select_fast(ctx, &fast));

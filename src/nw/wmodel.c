@@ -25,7 +25,8 @@ size_t nw_wmodel_bytes(const nw_kernels *kernels, const nw_wmodel_args *a) {
         if (!nw_mul(a->n, 2, &floats) || !nw_add(floats, a->dv, &floats) ||
             !nw_mul(floats, sizeof(double), &bytes))
             return SIZE_MAX;
-        return bytes;
+        /* at least one double: the row pointers are offsets into it, never into NULL */
+        return bytes > 0 ? bytes : sizeof(double);
     }
     const size_t rows = block_rows(a);
     size_t block, yh;
@@ -33,7 +34,9 @@ size_t nw_wmodel_bytes(const nw_kernels *kernels, const nw_wmodel_args *a) {
         !nw_add(floats, yh, &floats) || !nw_mul(floats, sizeof(float), &bytes))
         return SIZE_MAX;
     extra = kernels->scores_workspace(&unit_gaussian, rows, a->n, a->d);
-    if (extra == SIZE_MAX || !nw_add(bytes, extra, &bytes) || !nw_add(bytes, 16, &bytes))
+    /* + the block's row scales (rows doubles) and slack to align them and the scratch */
+    if (extra == SIZE_MAX || !nw_add(bytes, extra, &bytes) ||
+        !nw_add(bytes, rows * sizeof(double) + 32, &bytes))
         return SIZE_MAX;
     return bytes;
 }
@@ -45,7 +48,9 @@ static void run_fast(const nw_kernels *kernels, const nw_wmodel_args *a, void *m
     float *s0 = mem;                          /* rows×n: -|q - k|^2 / 2 */
     float *alpha_block = s0 + rows_max * lds; /* rows×n: weights, unless the caller's */
     float *yh_block = alpha_block + rows_max * lds;
-    char *scratch_bytes = (char *)(yh_block + rows_max * dv);
+    char *scale_bytes = (char *)(yh_block + rows_max * dv);
+    double *row_scale = (double *)(void *)(scale_bytes + (16 - (uintptr_t)scale_bytes % 16) % 16);
+    char *scratch_bytes = (char *)(row_scale + rows_max);
     void *scratch = scratch_bytes + (16 - (uintptr_t)scratch_bytes % 16) % 16;
     const float w2 = a->w * a->w;
     double total = 0.0, g = 0.0;
@@ -56,11 +61,14 @@ static void run_fast(const nw_kernels *kernels, const nw_wmodel_args *a, void *m
         float *yh = a->yhat ? a->yhat + i0 * a->ldyhat : yh_block;
         const size_t ldyh = a->yhat ? a->ldyhat : (dv > 0 ? dv : 1);
         kernels->scores(&unit_gaussian, rows, n, a->d, a->q + i0 * a->ldq, a->ldq, a->k, a->ldk, s0,
-                        lds, scratch);
+                        lds, row_scale, scratch);
+        /* The scores come as row_scale · t (a power of two, 1 unless the data are extreme). */
         for (size_t r = 0; r < rows; r++)
-            for (size_t j = 0; j < n; j++)
+            for (size_t j = 0; j < n; j++) {
+                s0[r * lds + j] = (float)(row_scale[r] * (double)s0[r * lds + j]);
                 alpha[r * lda + j] = w2 * s0[r * lds + j];
-        kernels->softmax(a->simd, &a->mask, 0, i0, rows, n, alpha, lda, alpha, lda, NULL);
+            }
+        kernels->softmax(a->simd, &a->mask, 0, i0, rows, n, alpha, lda, NULL, alpha, lda, NULL);
         kernels->gemm(rows, dv, n, alpha, lda, a->v, a->ldv, yh, ldyh);
         if (a->target == NULL)
             continue;

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Copies the installed prefix to a new place (the CMake package must be relocatable), then
-# configures, builds and runs consumers/ as its own CMake project with
+# configures, builds and runs examples/consumers/ as its own CMake project with
 # CMAKE_PREFIX_PATH=<the copy>, find_package(nwattn REQUIRED) and nwattn::nwattn.
 #
 # usage: consumer_cmake.sh CMAKE GENERATOR PREFIX WORKDIR VERSION [CXX] [EXTRA_FLAGS]
@@ -8,7 +8,7 @@
 # (the sanitizer flags the library was built with).
 set -euo pipefail
 cmake_tool=$1 generator=$2 prefix=$3 work=$4 version=$5 cxx=${6:-} extra=${7:-}
-src=$(cd "$(dirname "$0")" && pwd)/consumers
+src=$(cd "$(dirname "$0")/../../examples/consumers" && pwd)
 
 rm -rf "$work"
 mkdir -p "$work"

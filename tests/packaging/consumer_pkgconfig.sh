@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds consumers/consumer.c against the installed prefix the way the README says,
+# Builds examples/consumers/consumer.c against the installed prefix the way the README says,
 #   cc consumer.c $(pkg-config --cflags --libs nwattn)
 # with only PKG_CONFIG_PATH pointing at the prefix, then runs it.
 #
@@ -8,7 +8,7 @@
 # was built with.
 set -euo pipefail
 prefix=$1 pcdir=$2 cc=$3 work=$4 version=$5 extra=${6:-}
-src=$(cd "$(dirname "$0")" && pwd)/consumers/consumer.c
+src=$(cd "$(dirname "$0")/../../examples/consumers" && pwd)/consumer.c
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
 [[ $pcdir == /* ]] || pcdir="$prefix/$pcdir"

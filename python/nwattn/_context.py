@@ -1,0 +1,172 @@
+"""Context: the caller-owned handle for settings and reusable working memory."""
+import ctypes
+import enum
+import threading
+import weakref
+
+from . import _capi
+from ._capi import C
+from ._errors import check
+
+
+class Backend(enum.IntEnum):
+    """nwattn_backend"""
+
+    AUTO = 0  # BLAS where it can express the problem, else reference
+    REFERENCE = 1  # plain loops, double accumulation: the oracle
+    BLAS = 2  # cblas_sgemm / sgemv / sgemm_batch, float softmax
+    FUSED = 3  # tiled online softmax on cblas_sgemm tiles
+
+
+def _backend_value(backend):
+    if isinstance(backend, str):
+        try:
+            return Backend[backend.upper()]
+        except KeyError:
+            raise ValueError(
+                f"unknown backend {backend!r}; expected one of "
+                f"{', '.join(b.name.lower() for b in Backend)}"
+            ) from None
+    return int(backend)  # an unknown number is the C library's to refuse (NWATTN_ERR_BAD_ENUM)
+
+
+class Context:
+    """A libnwattn context (``nwattn_context``): backend choice, threads, working memory, last
+    error.
+
+    ``Context(backend="auto", threads=1)`` creates one. Close it with :meth:`close` or a ``with`` block;
+    otherwise it is closed when garbage collected. A context must not be used by two threads at
+    once; the module functions use a per-thread default context when ``ctx`` is not given.
+
+    ``allocator``, if given, is an object with ``alloc(nbytes) -> int`` (an address, 0 for
+    failure) and ``free(address)``; the library gets all its working memory (and the context
+    itself) from it. Exceptions raised inside it count as a failed allocation.
+    """
+
+    def __init__(self, backend=Backend.AUTO, *, threads=1, allocator=None):
+        handle = _capi.ctx_p()
+        if allocator is None:
+            self._callbacks = None
+            status = C.nwattn_context_create(ctypes.byref(handle))
+        else:
+            self._callbacks = _allocator_struct(allocator)
+            status = C.nwattn_context_create_with_allocator(
+                ctypes.byref(handle), ctypes.byref(self._callbacks))
+        check(status, None, "nwattn_context_create")
+        self._handle = handle.value
+        # The finalizer holds the callbacks too, so they outlive the C context in every order
+        # of collection.
+        self._finalizer = weakref.finalize(
+            self, _destroy, self._handle, self._callbacks)
+        if backend != Backend.AUTO:
+            self.backend = backend
+        if threads != 1:
+            self.threads = threads
+
+    @property
+    def handle(self):
+        """The ``nwattn_context *`` as an int; ValueError once closed."""
+        if not self._finalizer.alive:
+            raise ValueError("nwattn: the context is closed")
+        return self._handle
+
+    @property
+    def closed(self):
+        return not self._finalizer.alive
+
+    def close(self):
+        """Frees the context and its working memory (``nwattn_context_destroy``). Idempotent."""
+        self._finalizer()
+
+    def __enter__(self):
+        self.handle  # refuses a closed context
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    @property
+    def backend(self):
+        """The backend (``nwattn_context_get_backend`` / ``_set_backend``): a :class:`Backend`;
+        assign a Backend, its name ("auto", "reference", "blas") or its number."""
+        return Backend(C.nwattn_context_get_backend(self.handle))
+
+    @backend.setter
+    def backend(self, value):
+        handle = self.handle
+        check(C.nwattn_context_set_backend(handle, _backend_value(value)), handle,
+              "nwattn_context_set_backend")
+
+    @property
+    def threads(self):
+        """Worker threads for the fused pooling (``nwattn_context_get_threads`` /
+        ``_set_threads``; 1 to ``MAX_THREADS``, default 1)."""
+        return C.nwattn_context_get_threads(self.handle)
+
+    @threads.setter
+    def threads(self, value):
+        value = int(value)
+        if value < 0:
+            raise ValueError(f"threads = {value} must be >= 1")
+        handle = self.handle
+        check(C.nwattn_context_set_threads(handle, value), handle, "nwattn_context_set_threads")
+
+    @property
+    def workspace_bytes(self):
+        """Bytes of working memory the context holds (``nwattn_context_workspace_bytes``)."""
+        return C.nwattn_context_workspace_bytes(self.handle)
+
+    def release_workspace(self):
+        """Frees the working memory now (``nwattn_context_release_workspace``)."""
+        C.nwattn_context_release_workspace(self.handle)
+
+    @property
+    def last_error(self):
+        """The message of the last failed call ("" after a success)."""
+        return C.nwattn_context_last_error(self.handle).decode()
+
+    def __repr__(self):
+        if self.closed:
+            return "<nwattn.Context closed>"
+        return f"<nwattn.Context backend={self.backend.name.lower()} threads={self.threads} " \
+               f"workspace={self.workspace_bytes} bytes>"
+
+
+def _destroy(handle, callbacks):
+    C.nwattn_context_destroy(handle)
+
+
+def _allocator_struct(allocator):
+    def alloc(user, nbytes):
+        try:
+            return int(allocator.alloc(nbytes)) or None
+        except Exception:  # the C side sees a failed allocation: NWATTN_ERR_ALLOC
+            return None
+
+    def free(user, ptr):
+        try:
+            allocator.free(ptr)
+        except Exception:
+            pass
+
+    return _capi.Allocator(_capi.ALLOC_FN(alloc), _capi.FREE_FN(free), None)
+
+
+_default = threading.local()
+
+
+def default_context():
+    """This thread's default context, created on first use."""
+    ctx = getattr(_default, "ctx", None)
+    if ctx is None or ctx.closed:
+        ctx = _default.ctx = Context()
+    return ctx
+
+
+def resolve(ctx):
+    """The context to use for a call: ctx, or this thread's default one."""
+    if ctx is None:
+        return default_context()
+    if not isinstance(ctx, Context):
+        raise TypeError(f"ctx: expected nwattn.Context, got {type(ctx).__name__}")
+    return ctx

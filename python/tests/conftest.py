@@ -1,0 +1,28 @@
+"""pytest set-up: test the package of this source tree against the library NWATTN_LIBRARY names
+(CTest sets it to the freshly built one) or, without it, whatever the loader finds."""
+import pathlib
+import sys
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+
+import nwattn  # noqa: E402
+
+BACKENDS = ["auto", "reference", "blas"]
+
+
+@pytest.fixture(params=BACKENDS)
+def ctx(request):
+    with nwattn.Context(request.param) as c:
+        yield c
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(20240611)
+
+
+def pytest_report_header(config):
+    return f"nwattn: library {nwattn.library_path}, version {nwattn.version()}"

@@ -1,0 +1,1053 @@
+/* The table of public computing functions (see api_table.h).
+ *
+ * Adding a function
+ * -----------------
+ * 1. Write an invoke shim that passes the case's dimensions and buffers to the function, in the
+ *    order of its prototype: D(c, i) is dimension i, F(c, i) / LD(c, i) / ST(c, i) are operand
+ *    i's pointer, leading dimension and batch stride; SCORE(c) and MASK(c) the score and mask
+ *    (NULL when the case passes none); c->param[p] a scalar parameter; struct parameters (a
+ *    state, the layer's weights) are assembled in the shim from operands and passed as NULL
+ *    when bit s of c->null_structs is set (see invoke_partial, invoke_attention).
+ * 2. Add a row to at_functions[]:
+ *    - dims: DIM(name, base size 0, base size 1, largest random size, what 0 means per the
+ *      header: AT_ZERO_EMPTY / _DEFINED / _INVALID); DIM_ZERO_STATUS when 0 is refused with
+ *      another status than NWATTN_ERR_BAD_DIMENSION (DIM_ZERO_STATUS_MIN when random sizes
+ *      below a minimum are refused too: n >= 3 for cross-validation); DIM_FACTOR for a dimension that is only a
+ *      factor of a product the function checks first (heads); DIM_OFFSET for an offset added
+ *      to another dimension (key_offset, first). batch_dim: the batch dimension or -1.
+ *    - ops: each operand's name, role (AT_IN, AT_OUT, AT_IN_OPT, AT_OUT_OPT, AT_INOUT), element
+ *      type (AT_F32, AT_F64 for double outputs such as a loss, AT_SIZE, AT_U8), fill (an
+ *      array the function validates, like bandwidths or weights, takes AT_FILL_POSITIVE or
+ *      AT_FILL_NONNEG: the bad-entry class then puts NaN, Inf and out-of-range values in it), extents (EXT(dim), EXT2(dim, dim) for a product, ONE), flags (MAT = leading
+ *      dimension and batch stride, AT_BLAS if its leading dimension reaches a BLAS call,
+ *      AT_SHARED_STRIDE for a stride passed once for two arrays) and, rarely, a shape function.
+ *    - score_dim if it takes an nwattn_score (the table adds score.bandwidths; score_optional
+ *      if NULL is a valid default), mask_m_dim / mask_n_dim if it takes an nwattn_mask (the
+ *      table adds valid_lens, additive and keep; lens_any if lengths may exceed n), n_structs
+ *      and their names, scalar params (also enum fields of a struct the shim builds, such as
+ *      a model's kernel) with their rule, an in-place output/input pair if the
+ *      header allows one, dim_used if a dimension matters only with some operand present.
+ *    - finite_data = 1 if the function refuses NaN and Inf in its data (the regression
+ *      functions): random cases then stay valid.
+ *    - agree: compares a fast backend's result with REFERENCE's within the documented accuracy
+ *      (agree_identical for functions with one implementation); NULL to compare statuses only.
+ * Every bad-input class, the allocation-failure sweep, the thread stress test and the fuzzer
+ * then cover it; nothing else needs to change. test_bad_inputs fails if a class never applies
+ * to any function, so a new class of bad input that needs new description fields shows up. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "api_table.h"
+
+#define D(c, i) ((c)->dim[i])
+#define F(c, i) ((float *)(c)->buf[i].data)
+#define LD(c, i) ((c)->buf[i].ld)
+#define ST(c, i) ((c)->buf[i].stride)
+#define SCORE(c) ((c)->score_null ? NULL : &(c)->score)
+#define MASK(c) ((c)->mask_null ? NULL : &(c)->mask)
+
+/* Dimensions: name, the two base sizes, the largest random size, what 0 means. DIM_FACTOR
+ * sizes no operand by itself (the overflow class skips it); DIM_OFFSET is added to dimension
+ * `of` (the offset-overflow class sets it to SIZE_MAX). */
+#define DIM(name, b0, b1, max, zero) {name, {b0, b1}, max, zero, 0, -1, NWATTN_OK, 0}
+#define DIM_FACTOR(name, b0, b1, max, zero) {name, {b0, b1}, max, zero, 1, -1, NWATTN_OK, 0}
+#define DIM_OFFSET(name, b0, b1, max, of) \
+    {name, {b0, b1}, max, AT_ZERO_DEFINED, 1, of, NWATTN_OK, 0}
+/* A dimension whose 0 is refused with `status` rather than NWATTN_ERR_BAD_DIMENSION. */
+#define DIM_ZERO_STATUS(name, b0, b1, max, status) \
+    {name, {b0, b1}, max, AT_ZERO_INVALID, 0, -1, status, 0}
+/* The same for a dimension whose random sizes must be at least min (too few points). */
+#define DIM_ZERO_STATUS_MIN(name, b0, b1, max, status, min) \
+    {name, {b0, b1}, max, AT_ZERO_INVALID, 0, -1, status, min}
+
+#define EXT(a) {a, AT_ONE}
+#define EXT2(a, b) {a, b}
+#define ONE {AT_ONE, AT_ONE}
+#define MAT (AT_HAS_LD | AT_HAS_STRIDE)
+
+static const double u = 0x1p-24; /* float unit roundoff */
+
+/* ---- Element access and comparison helpers for the `agree` functions ---------------------- */
+static float get(const at_case *c, int op, size_t b, size_t i, size_t j) {
+    const at_buffer *buf = &c->buf[op];
+    size_t ld = (c->op[op].flags & AT_HAS_LD) ? buf->ld : 0;
+    return ((const float *)buf->data)[b * buf->stride + i * ld + j];
+}
+
+/* NaN matches NaN, infinities match exactly, finite values within tol. */
+static int close_to(const at_case *c, int op, size_t b, size_t i, size_t j, float got, float want,
+                    double tol) {
+    if (isnan(got) && isnan(want))
+        return 1;
+    if (isinf(want) || isinf(got) ? got == want : fabs((double)got - (double)want) <= tol)
+        return 1;
+    fprintf(stderr, "%s: %s[%zu][%zu][%zu]: BLAS %.9g, REFERENCE %.9g, tolerance %.3g\n",
+            c->fn->name, c->op[op].name, b, i, j, (double)got, (double)want, tol);
+    return 0;
+}
+
+static size_t items_of(const at_case *c) {
+    return c->fn->batch_dim >= 0 ? c->dim[c->fn->batch_dim] : 1;
+}
+
+/* The mean of item b's n key rows (operand k), which the BLAS scores centre on; d doubles,
+ * to free. */
+static double *key_centre(const at_case *c, int k, size_t n, size_t b) {
+    const size_t d = c->dim[c->fn->score_dim];
+    double *centre = calloc(d > 0 ? d : 1, sizeof *centre);
+    if (centre == NULL)
+        abort();
+    for (size_t l = 0; l < d; l++) {
+        for (size_t t = 0; t < n; t++)
+            centre[l] += (double)get(c, k, b, t, l);
+        centre[l] /= n > 0 ? (double)n : 1.0;
+    }
+    return centre;
+}
+
+/* The documented BLAS score error (nwattn.h "Accuracy") for query i, key j of item b, with
+ * operands q and k, times a safety factor of 4. */
+static double score_error(const at_case *c, int q, int k, const double *centre, size_t b,
+                          size_t i, size_t j) {
+    const size_t d = c->dim[c->fn->score_dim];
+    if (c->score.kind == NWATTN_SCORE_DOT) {
+        double sum = 0.0;
+        for (size_t l = 0; l < d; l++)
+            sum += fabs((double)get(c, q, b, i, l) * (double)get(c, k, b, j, l));
+        return 4.0 * (double)(d + 4) * u * fabs((double)c->score.scale) * sum + 1e-30;
+    }
+    double qn = 0.0, kn = 0.0, dist2 = 0.0;
+    for (size_t l = 0; l < d; l++) {
+        double h = c->score.bandwidths ? (double)c->score.bandwidths[l] : (double)c->score.bandwidth;
+        double qp = ((double)get(c, q, b, i, l) - centre[l]) / h;
+        double kp = ((double)get(c, k, b, j, l) - centre[l]) / h;
+        qn += qp * qp;
+        kn += kp * kp;
+        dist2 += (qp - kp) * (qp - kp);
+    }
+    double e2 = 4.0 * (double)(2 * d + 16) * u * (qn + kn) + 1e-30;
+    if (c->score.kind == NWATTN_SCORE_GAUSSIAN)
+        return 0.5 * e2 + 4.0 * u * 0.5 * dist2;
+    return fmin(sqrt(e2), e2 / fmax(sqrt(dist2), 1e-300)) + 4.0 * u * sqrt(dist2);
+}
+
+/* Row i's largest score error and largest |value| (operand v, dv columns). */
+static void row_bounds(const at_case *c, int q, int k, int v, size_t n, size_t dv, size_t b,
+                       size_t i, const double *centre, double *e, double *vmax) {
+    *e = 0.0;
+    *vmax = 0.0;
+    for (size_t j = 0; j < n; j++) {
+        *e = fmax(*e, score_error(c, q, k, centre, b, i, j));
+        for (size_t l = 0; l < dv; l++)
+            *vmax = fmax(*vmax, fabs((double)get(c, v, b, j, l)));
+    }
+}
+
+/* Every output element bit for bit: functions with one implementation for all backends. */
+static int agree_identical(const at_case *r, const at_case *x) {
+    return at_case_outputs_identical(x, r, r->fn->name);
+}
+
+/* ---- nwattn_scores -------------------------------------------------------------------------- */
+enum { SC_BATCH, SC_M, SC_N, SC_D };
+enum { SC_Q, SC_K, SC_S };
+
+static nwattn_status invoke_scores(nwattn_context *ctx, const at_case *c) {
+    return nwattn_scores(ctx, SCORE(c), D(c, SC_BATCH), D(c, SC_M), D(c, SC_N), D(c, SC_D),
+                         F(c, SC_Q), LD(c, SC_Q), ST(c, SC_Q), F(c, SC_K), LD(c, SC_K),
+                         ST(c, SC_K), F(c, SC_S), LD(c, SC_S), ST(c, SC_S));
+}
+
+static int agree_scores(const at_case *r, const at_case *x) {
+    int ok = 1;
+    for (size_t b = 0; b < items_of(r) && ok; b++) {
+        double *centre = key_centre(r, SC_K, r->dim[SC_N], b);
+        for (size_t i = 0; i < r->dim[SC_M] && ok; i++)
+            for (size_t j = 0; j < r->dim[SC_N] && ok; j++) {
+                float want = get(r, SC_S, b, i, j);
+                double tol = score_error(r, SC_Q, SC_K, centre, b, i, j) +
+                             4.0 * u * fabs((double)want);
+                ok = close_to(r, SC_S, b, i, j, get(x, SC_S, b, i, j), want, tol);
+            }
+        free(centre);
+    }
+    return ok;
+}
+
+/* ---- nwattn_softmax ------------------------------------------------------------------------- */
+enum { SM_BATCH, SM_M, SM_N };
+enum { SM_S, SM_W, SM_LSE };
+
+static nwattn_status invoke_softmax(nwattn_context *ctx, const at_case *c) {
+    return nwattn_softmax(ctx, MASK(c), D(c, SM_BATCH), D(c, SM_M), D(c, SM_N), F(c, SM_S),
+                          LD(c, SM_S), ST(c, SM_S), F(c, SM_W), LD(c, SM_W), ST(c, SM_W),
+                          F(c, SM_LSE), ST(c, SM_LSE));
+}
+
+/* Float exponentials against double ones: a few ulp of each weight, of lse. */
+static int agree_softmax(const at_case *r, const at_case *x) {
+    for (size_t b = 0; b < items_of(r); b++)
+        for (size_t i = 0; i < r->dim[SM_M]; i++) {
+            for (size_t j = 0; j < r->dim[SM_N]; j++) {
+                float want = get(r, SM_W, b, i, j);
+                if (!close_to(r, SM_W, b, i, j, get(x, SM_W, b, i, j), want,
+                              16.0 * u * fabs((double)want) + 1e-12))
+                    return 0;
+            }
+            if (r->buf[SM_LSE].data != NULL) {
+                float want = get(r, SM_LSE, b, 0, i);
+                if (!close_to(r, SM_LSE, b, 0, i, get(x, SM_LSE, b, 0, i), want,
+                              8.0 * u * fabs((double)want) + 1e-6))
+                    return 0;
+            }
+        }
+    return 1;
+}
+
+/* ---- nwattn_bmm ----------------------------------------------------------------------------- */
+enum { MM_BATCH, MM_M, MM_N, MM_K };
+enum { MM_A, MM_B, MM_C };
+
+static nwattn_status invoke_bmm(nwattn_context *ctx, const at_case *c) {
+    return nwattn_bmm(ctx, D(c, MM_BATCH), D(c, MM_M), D(c, MM_N), D(c, MM_K), F(c, MM_A),
+                      LD(c, MM_A), ST(c, MM_A), F(c, MM_B), LD(c, MM_B), ST(c, MM_B), F(c, MM_C),
+                      LD(c, MM_C), ST(c, MM_C));
+}
+
+static int agree_bmm(const at_case *r, const at_case *x) {
+    const size_t k = r->dim[MM_K];
+    for (size_t b = 0; b < items_of(r); b++)
+        for (size_t i = 0; i < r->dim[MM_M]; i++)
+            for (size_t j = 0; j < r->dim[MM_N]; j++) {
+                double sum = 0.0;
+                for (size_t l = 0; l < k; l++)
+                    sum += fabs((double)get(r, MM_A, b, i, l) * (double)get(r, MM_B, b, l, j));
+                if (!close_to(r, MM_C, b, i, j, get(x, MM_C, b, i, j), get(r, MM_C, b, i, j),
+                              2.0 * (double)(k + 2) * u * sum + 1e-30))
+                    return 0;
+            }
+    return 1;
+}
+
+/* ---- nwattn_pool ---------------------------------------------------------------------------- */
+enum { PL_BATCH, PL_M, PL_N, PL_D, PL_DV };
+enum { PL_Q, PL_K, PL_V, PL_O, PL_W, PL_LSE };
+
+static nwattn_status invoke_pool(nwattn_context *ctx, const at_case *c) {
+    return nwattn_pool(ctx, SCORE(c), MASK(c), D(c, PL_BATCH), D(c, PL_M), D(c, PL_N), D(c, PL_D),
+                       D(c, PL_DV), F(c, PL_Q), LD(c, PL_Q), ST(c, PL_Q), F(c, PL_K), LD(c, PL_K),
+                       ST(c, PL_K), F(c, PL_V), LD(c, PL_V), ST(c, PL_V), F(c, PL_O), LD(c, PL_O),
+                       ST(c, PL_O), F(c, PL_W), LD(c, PL_W), ST(c, PL_W), F(c, PL_LSE),
+                       ST(c, PL_LSE));
+}
+
+/* One pooled row: a score error e moves each weight by a factor within exp(±2e), the output by
+ * that times the values plus the rounding of the weighted sum, lse by e. */
+static int pooled_row_agrees(const at_case *r, int op_o, int op_lse, size_t b, size_t i,
+                             const float *got_o, const float *want_o, float got_lse,
+                             float want_lse, size_t n, size_t dv, double e, double vmax) {
+    const double rel = expm1(2.0 * e) + 16.0 * u;
+    for (size_t l = 0; l < dv; l++)
+        if (!close_to(r, op_o, b, i, l, got_o[l], want_o[l],
+                      (rel + (double)(n + 8) * u) * vmax + 1e-30))
+            return 0;
+    return op_lse < 0 || close_to(r, op_lse, b, 0, i, got_lse, want_lse,
+                                  e + 8.0 * u * fabs((double)want_lse) + 1e-6);
+}
+
+static int agree_pool(const at_case *r, const at_case *x) {
+    const size_t n = r->dim[PL_N], dv = r->dim[PL_DV];
+    int ok = 1;
+    for (size_t b = 0; b < items_of(r) && ok; b++) {
+        double *centre = key_centre(r, PL_K, n, b);
+        for (size_t i = 0; i < r->dim[PL_M] && ok; i++) {
+            double e, vmax;
+            row_bounds(r, PL_Q, PL_K, PL_V, n, dv, b, i, centre, &e, &vmax);
+            const double rel = expm1(2.0 * e) + 16.0 * u;
+            for (size_t j = 0; r->buf[PL_W].data != NULL && j < n && ok; j++) {
+                float want = get(r, PL_W, b, i, j);
+                ok = close_to(r, PL_W, b, i, j, get(x, PL_W, b, i, j), want,
+                              rel * fabs((double)want) + 1e-12);
+            }
+            float got_o[256], want_o[256]; /* dv <= the table's max */
+            for (size_t l = 0; l < dv; l++) {
+                got_o[l] = get(x, PL_O, b, i, l);
+                want_o[l] = get(r, PL_O, b, i, l);
+            }
+            const int has_lse = r->buf[PL_LSE].data != NULL;
+            ok = ok && pooled_row_agrees(r, PL_O, has_lse ? PL_LSE : -1, b, i, got_o, want_o,
+                                         has_lse ? get(x, PL_LSE, b, 0, i) : 0.0f,
+                                         has_lse ? get(r, PL_LSE, b, 0, i) : 0.0f, n, dv, e,
+                                         vmax);
+        }
+        free(centre);
+    }
+    return ok;
+}
+
+/* ---- nwattn_average_pool -------------------------------------------------------------------- */
+enum { AV_BATCH, AV_M, AV_N, AV_DV };
+enum { AV_V, AV_O };
+
+static nwattn_status invoke_average(nwattn_context *ctx, const at_case *c) {
+    return nwattn_average_pool(ctx, MASK(c), D(c, AV_BATCH), D(c, AV_M), D(c, AV_N), D(c, AV_DV),
+                               F(c, AV_V), LD(c, AV_V), ST(c, AV_V), F(c, AV_O), LD(c, AV_O),
+                               ST(c, AV_O));
+}
+
+static int agree_average(const at_case *r, const at_case *x) {
+    const size_t n = r->dim[AV_N], dv = r->dim[AV_DV];
+    for (size_t b = 0; b < items_of(r); b++) {
+        double vmax = 0.0;
+        for (size_t j = 0; j < n; j++)
+            for (size_t l = 0; l < dv; l++)
+                vmax = fmax(vmax, fabs((double)get(r, AV_V, b, j, l)));
+        for (size_t i = 0; i < r->dim[AV_M]; i++)
+            for (size_t l = 0; l < dv; l++)
+                if (!close_to(r, AV_O, b, i, l, get(x, AV_O, b, i, l), get(r, AV_O, b, i, l),
+                              (double)(n + 16) * u * vmax + 1e-30))
+                    return 0;
+    }
+    return 1;
+}
+
+/* ---- nwattn_pool_partial -------------------------------------------------------------------- */
+enum { PP_BATCH, PP_M, PP_N, PP_D, PP_DV, PP_OFFSET };
+enum { PP_Q, PP_K, PP_V, PP_ACC, PP_MAX, PP_SUM };
+
+static nwattn_status invoke_partial(nwattn_context *ctx, const at_case *c) {
+    const nwattn_pool_state state = {F(c, PP_ACC), LD(c, PP_ACC), ST(c, PP_ACC), F(c, PP_MAX),
+                                     F(c, PP_SUM), ST(c, PP_MAX)};
+    return nwattn_pool_partial(ctx, SCORE(c), MASK(c), D(c, PP_BATCH), D(c, PP_M), D(c, PP_N),
+                               D(c, PP_D), D(c, PP_DV), D(c, PP_OFFSET), F(c, PP_Q), LD(c, PP_Q),
+                               ST(c, PP_Q), F(c, PP_K), LD(c, PP_K), ST(c, PP_K), F(c, PP_V),
+                               LD(c, PP_V), ST(c, PP_V), (c->null_structs & 1u) ? NULL : &state);
+}
+
+/* A state finished as nwattn_pool_state_finish does: O = acc / sum, lse = max + log(sum). */
+static float finish_state(const at_case *c, size_t b, size_t i, size_t dv, float *o) {
+    const double sum = (double)get(c, PP_SUM, b, 0, i);
+    for (size_t l = 0; l < dv; l++)
+        o[l] = sum == 0.0 ? 0.0f : (float)((double)get(c, PP_ACC, b, i, l) / sum);
+    return sum == 0.0 ? -INFINITY : (float)((double)get(c, PP_MAX, b, 0, i) + log(sum));
+}
+
+/* States differ in their shifts; the pooling they finish to is compared, as for nwattn_pool. */
+static int agree_partial(const at_case *r, const at_case *x) {
+    const size_t n = r->dim[PP_N], dv = r->dim[PP_DV];
+    int ok = 1;
+    for (size_t b = 0; b < items_of(r) && ok; b++) {
+        double *centre = key_centre(r, PP_K, n, b);
+        for (size_t i = 0; i < r->dim[PP_M] && ok; i++) {
+            double e, vmax;
+            row_bounds(r, PP_Q, PP_K, PP_V, n, dv, b, i, centre, &e, &vmax);
+            float got_o[256], want_o[256];
+            const float got_lse = finish_state(x, b, i, dv, got_o);
+            const float want_lse = finish_state(r, b, i, dv, want_o);
+            ok = pooled_row_agrees(r, PP_ACC, PP_MAX, b, i, got_o, want_o, got_lse, want_lse, n,
+                                   dv, e, vmax);
+        }
+        free(centre);
+    }
+    return ok;
+}
+
+/* ---- nwattn_pool_state_merge and _finish ---------------------------------------------------- */
+enum { ST_BATCH, ST_M, ST_DV };
+enum { MG_INTO_ACC, MG_INTO_MAX, MG_INTO_SUM, MG_FROM_ACC, MG_FROM_MAX, MG_FROM_SUM };
+
+static nwattn_status invoke_merge(nwattn_context *ctx, const at_case *c) {
+    const nwattn_pool_state into = {F(c, MG_INTO_ACC), LD(c, MG_INTO_ACC), ST(c, MG_INTO_ACC),
+                                    F(c, MG_INTO_MAX), F(c, MG_INTO_SUM), ST(c, MG_INTO_MAX)};
+    const nwattn_pool_state from = {F(c, MG_FROM_ACC), LD(c, MG_FROM_ACC), ST(c, MG_FROM_ACC),
+                                    F(c, MG_FROM_MAX), F(c, MG_FROM_SUM), ST(c, MG_FROM_MAX)};
+    return nwattn_pool_state_merge(ctx, D(c, ST_BATCH), D(c, ST_M), D(c, ST_DV),
+                                   (c->null_structs & 1u) ? NULL : &into,
+                                   (c->null_structs & 2u) ? NULL : &from);
+}
+
+enum { FN_ACC, FN_MAX, FN_SUM, FN_O, FN_LSE };
+
+static nwattn_status invoke_finish(nwattn_context *ctx, const at_case *c) {
+    const nwattn_pool_state state = {F(c, FN_ACC), LD(c, FN_ACC), ST(c, FN_ACC), F(c, FN_MAX),
+                                     F(c, FN_SUM), ST(c, FN_MAX)};
+    return nwattn_pool_state_finish(ctx, D(c, ST_BATCH), D(c, ST_M), D(c, ST_DV),
+                                    (c->null_structs & 1u) ? NULL : &state, F(c, FN_O),
+                                    LD(c, FN_O), ST(c, FN_O), F(c, FN_LSE), ST(c, FN_LSE));
+}
+
+/* ---- nwattn_positional_encoding ------------------------------------------------------------ */
+enum { PE_T, PE_D, PE_FIRST };
+
+static nwattn_status invoke_positional(nwattn_context *ctx, const at_case *c) {
+    return nwattn_positional_encoding(ctx, D(c, PE_T), D(c, PE_D), D(c, PE_FIRST), F(c, 0),
+                                      LD(c, 0));
+}
+
+/* ---- nwattn_attention ---------------------------------------------------------------------- */
+enum { AN_BATCH, AN_TQ, AN_TKV, AN_HEADS, AN_DH, AN_DVH, AN_DQIN, AN_DKIN, AN_DVIN, AN_DOUT };
+enum { AN_XQ, AN_XK, AN_XV, AN_WQ, AN_WK, AN_WV, AN_WO, AN_BQ, AN_BK, AN_BV, AN_BO, AN_Y,
+       AN_W };
+
+static size_t sat_mul(size_t a, size_t b) { return a != 0 && b > SIZE_MAX / a ? SIZE_MAX : a * b; }
+
+static nwattn_status invoke_attention(nwattn_context *ctx, const at_case *c) {
+    const nwattn_attention_params p = {
+        .heads = D(c, AN_HEADS),
+        .d_q_in = D(c, AN_DQIN), .d_k_in = D(c, AN_DKIN), .d_v_in = D(c, AN_DVIN),
+        .d_qk = sat_mul(D(c, AN_HEADS), D(c, AN_DH)),
+        .d_v = sat_mul(D(c, AN_HEADS), D(c, AN_DVH)),
+        .d_out = D(c, AN_DOUT),
+        .w_q = F(c, AN_WQ), .w_k = F(c, AN_WK), .w_v = F(c, AN_WV), .w_o = F(c, AN_WO),
+        .b_q = F(c, AN_BQ), .b_k = F(c, AN_BK), .b_v = F(c, AN_BV), .b_o = F(c, AN_BO),
+    };
+    return nwattn_attention(ctx, (c->null_structs & 1u) ? NULL : &p, SCORE(c), MASK(c),
+                            D(c, AN_BATCH), D(c, AN_TQ), D(c, AN_TKV), F(c, AN_XQ), LD(c, AN_XQ),
+                            ST(c, AN_XQ), F(c, AN_XK), LD(c, AN_XK), ST(c, AN_XK), F(c, AN_XV),
+                            LD(c, AN_XV), ST(c, AN_XV), F(c, AN_Y), LD(c, AN_Y), ST(c, AN_Y),
+                            F(c, AN_W), LD(c, AN_W), ST(c, AN_W));
+}
+
+/* Y is d_out wide with an output projection, else the concatenated heads, d_v wide. */
+static void attention_y_shape(const at_case *c, size_t *items, size_t *rows, size_t *cols) {
+    *items = c->dim[AN_BATCH];
+    *rows = c->dim[AN_TQ];
+    *cols = c->buf[AN_WO].data != NULL ? c->dim[AN_DOUT]
+                                       : sat_mul(c->dim[AN_HEADS], c->dim[AN_DVH]);
+}
+
+static int attention_dim_used(const at_case *c, int dim) {
+    return dim != AN_DOUT || c->buf[AN_WO].data != NULL;
+}
+
+/* ---- Nadaraya-Watson regression ------------------------------------------------------------- */
+/* The estimator struct, built from three enum parameters (kernel, degree, empty). */
+static nwattn_regression regression_of(const at_case *c, int first_param) {
+    nwattn_regression r;
+    r.kernel = (nwattn_kernel)(int)c->param[first_param];
+    r.degree = (nwattn_degree)(int)c->param[first_param + 1];
+    r.empty = (nwattn_empty)(int)c->param[first_param + 2];
+    return r;
+}
+#define MODEL(c) ((c->null_structs & 1u) ? NULL : &model)
+#define F64(c, i) ((double *)(c)->buf[i].data)
+#define SZ(c, i) ((size_t *)(c)->buf[i].data)
+#define REGRESSION_PARAMS                                                                       \
+    {{"model.kernel", AT_PARAM_ENUM, 0, 5},                                                     \
+     {"model.degree", AT_PARAM_ENUM, 0, 2},                                                     \
+     {"model.empty", AT_PARAM_ENUM, 0, 3}}
+
+/* ---- nwattn_nw_predict ---------------------------------------------------------------------- */
+enum { NP_M, NP_N, NP_D, NP_DV };
+enum { NP_XQ, NP_X, NP_Y, NP_YQ, NP_W, NP_FLAGS, NP_NFLAGGED, NP_BW };
+
+static nwattn_status invoke_nw_predict(nwattn_context *ctx, const at_case *c) {
+    const nwattn_regression model = regression_of(c, 0);
+    return nwattn_nw_predict(ctx, MODEL(c), F(c, NP_BW), D(c, NP_M), D(c, NP_N), D(c, NP_D),
+                             D(c, NP_DV), F(c, NP_XQ), LD(c, NP_XQ), F(c, NP_X), LD(c, NP_X),
+                             F(c, NP_Y), LD(c, NP_Y), F(c, NP_YQ), LD(c, NP_YQ), F(c, NP_W),
+                             LD(c, NP_W), (unsigned char *)c->buf[NP_FLAGS].data,
+                             SZ(c, NP_NFLAGGED));
+}
+
+/* ---- nwattn_nw_cv --------------------------------------------------------------------------- */
+enum { CV_N, CV_D, CV_DV, CV_NBW };
+enum { CV_X, CV_Y, CV_BW, CV_CV, CV_GRAD, CV_FLAGGED };
+
+static nwattn_status invoke_nw_cv(nwattn_context *ctx, const at_case *c) {
+    const nwattn_regression model = regression_of(c, 0);
+    return nwattn_nw_cv(ctx, MODEL(c), D(c, CV_N), D(c, CV_D), D(c, CV_DV), F(c, CV_X),
+                        LD(c, CV_X), F(c, CV_Y), LD(c, CV_Y), D(c, CV_NBW), F(c, CV_BW),
+                        LD(c, CV_BW), F64(c, CV_CV), F64(c, CV_GRAD), LD(c, CV_GRAD),
+                        SZ(c, CV_FLAGGED));
+}
+
+/* ---- nwattn_wmodel_evaluate ----------------------------------------------------------------- */
+enum { WE_M, WE_N, WE_D, WE_DV };
+enum { WE_XQ, WE_X, WE_Y, WE_T, WE_YHAT, WE_W, WE_LOSS, WE_GRAD };
+
+/* target is read (and checked) only for loss and grad, and required then: the shim passes it
+ * only with one of them, and them only with a target buffer (loss or grad without target is
+ * NWATTN_ERR_NULL_POINTER, tested in tests/test_nw_errors.c), so every configuration is valid.
+ * Decided from the configuration, so that it holds while the buffers are being built. */
+static int wmodel_wants_target(const at_case *c) {
+    return !(c->cfg.absent >> WE_LOSS & 1u) || !(c->cfg.absent >> WE_GRAD & 1u);
+}
+
+static nwattn_status invoke_wmodel_evaluate(nwattn_context *ctx, const at_case *c) {
+    const int has_target = !(c->cfg.absent >> WE_T & 1u);
+    const int wants_target = wmodel_wants_target(c);
+    return nwattn_wmodel_evaluate(ctx, (float)c->param[0], MASK(c), D(c, WE_M), D(c, WE_N),
+                                  D(c, WE_D), D(c, WE_DV), F(c, WE_XQ), LD(c, WE_XQ), F(c, WE_X),
+                                  LD(c, WE_X), F(c, WE_Y), LD(c, WE_Y),
+                                  wants_target ? F(c, WE_T) : NULL, LD(c, WE_T),
+                                  F(c, WE_YHAT), LD(c, WE_YHAT), F(c, WE_W), LD(c, WE_W),
+                                  has_target ? F64(c, WE_LOSS) : NULL,
+                                  has_target ? F64(c, WE_GRAD) : NULL);
+}
+
+/* target is m×dv when loss or grad is asked for, else unused (empty: no class touches it). */
+static void wmodel_target_shape(const at_case *c, size_t *items, size_t *rows, size_t *cols) {
+    *items = 1;
+    *rows = c->dim[WE_M];
+    *cols = wmodel_wants_target(c) ? c->dim[WE_DV] : 0;
+}
+
+/* ---- nwattn_wmodel_train -------------------------------------------------------------------- */
+enum { WT_N, WT_D, WT_DV, WT_EPOCHS };
+enum { WT_X, WT_Y, WT_WP, WT_LOSSES };
+
+static nwattn_status invoke_wmodel_train(nwattn_context *ctx, const at_case *c) {
+    const nwattn_sgd sgd = {(float)c->param[0], D(c, WT_EPOCHS)};
+    return nwattn_wmodel_train(ctx, (c->null_structs & 1u) ? NULL : &sgd, D(c, WT_N), D(c, WT_D),
+                               D(c, WT_DV), F(c, WT_X), LD(c, WT_X), F(c, WT_Y), LD(c, WT_Y),
+                               F(c, WT_WP), F64(c, WT_LOSSES));
+}
+
+/* ---- nwattn_weights_diagnostics ------------------------------------------------------------- */
+enum { WD_M, WD_N };
+enum { WD_W, WD_ENTROPY, WD_NEFF };
+
+static nwattn_status invoke_weights_diagnostics(nwattn_context *ctx, const at_case *c) {
+    return nwattn_weights_diagnostics(ctx, D(c, WD_M), D(c, WD_N), F(c, WD_W), LD(c, WD_W),
+                                      F(c, WD_ENTROPY), F(c, WD_NEFF));
+}
+
+/* ---- nwattn_nw_select_bandwidth ------------------------------------------------------------- */
+enum { SB_N, SB_D, SB_DV };
+enum { SB_X, SB_Y, SB_START, SB_BW, SB_REPORT, SB_SCALES, SB_CURVE };
+enum { SB_GRID = 4 }; /* a short grid and search: the table's cases stay fast */
+
+/* options.start is an optional operand; the options themselves a struct (a NULL struct would be
+ * the documented defaults, so the shim always passes it). */
+static nwattn_status invoke_nw_select(nwattn_context *ctx, const at_case *c) {
+    const nwattn_regression model = regression_of(c, 0);
+    nwattn_cv_options options;
+    nwattn_cv_options_default(&options);
+    options.grid_points = SB_GRID;
+    options.max_evaluations = 12;
+    options.tolerance = c->param[3];
+    options.start = F(c, SB_START);
+    return nwattn_nw_select_bandwidth(ctx, MODEL(c), D(c, SB_N), D(c, SB_D), D(c, SB_DV),
+                                      F(c, SB_X), LD(c, SB_X), F(c, SB_Y), LD(c, SB_Y), &options,
+                                      F(c, SB_BW), (nwattn_cv_report *)c->buf[SB_REPORT].data,
+                                      F(c, SB_SCALES), F64(c, SB_CURVE));
+}
+
+_Static_assert(sizeof(nwattn_cv_report) == 4 * sizeof(double), "report as four doubles");
+static void report_shape(const at_case *c, size_t *items, size_t *rows, size_t *cols) {
+    (void)c;
+    *items = *rows = 1;
+    *cols = 4;
+}
+
+static void curve_shape(const at_case *c, size_t *items, size_t *rows, size_t *cols) {
+    (void)c;
+    *items = *rows = 1;
+    *cols = SB_GRID;
+}
+
+/* ---- nwattn_bandwidth_rule_of_thumb --------------------------------------------------------- */
+enum { RT_N, RT_D };
+enum { RT_X, RT_BW };
+
+static nwattn_status invoke_rule_of_thumb(nwattn_context *ctx, const at_case *c) {
+    return nwattn_bandwidth_rule_of_thumb(ctx, (nwattn_bandwidth_rule)(int)c->param[0],
+                                          D(c, RT_N), D(c, RT_D), F(c, RT_X), LD(c, RT_X),
+                                          F(c, RT_BW));
+}
+
+/* ---- nwattn_dataset_generate and nwattn_dataset_truth --------------------------------------- */
+/* The generator's state is an 8-byte in-out operand (any bits are a valid state). */
+enum { DG_RNG, DG_X, DG_Y };
+
+static nwattn_status invoke_dataset_generate(nwattn_context *ctx, const at_case *c) {
+    return nwattn_dataset_generate(ctx, (nwattn_dataset)(int)c->param[0],
+                                   (nwattn_rng *)c->buf[DG_RNG].data, D(c, 0), F(c, DG_X),
+                                   F(c, DG_Y));
+}
+
+enum { DT_X, DT_F };
+
+static nwattn_status invoke_dataset_truth(nwattn_context *ctx, const at_case *c) {
+    return nwattn_dataset_truth(ctx, (nwattn_dataset)(int)c->param[0], D(c, 0), F(c, DT_X),
+                                F(c, DT_F));
+}
+
+/* ---- The table ------------------------------------------------------------------------------ */
+#define NO_SCORE .score_dim = -1
+#define NO_MASK .mask_m_dim = -1, .mask_n_dim = -1
+#define NOT_IN_PLACE .in_place_out = -1, .in_place_in = -1
+#define STATE_OPS(acc, max, sum, role, rows, cols)                                              \
+    {acc, role, AT_F32, AT_FILL_DATA, EXT(ST_BATCH), rows, cols, MAT, NULL},                      \
+    {max, role, AT_F32, AT_FILL_STATE_MAX, EXT(ST_BATCH), ONE, rows, AT_HAS_STRIDE, NULL},        \
+    {sum, role, AT_F32, AT_FILL_STATE_SUM, EXT(ST_BATCH), ONE, rows,                              \
+     AT_HAS_STRIDE | AT_SHARED_STRIDE, NULL}
+
+const at_fn at_functions[] = {
+    {
+        .name = "nwattn_scores",
+        .n_dims = 4,
+        .dims = {DIM("batch", 3, 2, 4, AT_ZERO_EMPTY),
+                 DIM("m", 4, 1, 9, AT_ZERO_EMPTY),
+                 DIM("n", 5, 3, 40, AT_ZERO_EMPTY),
+                 DIM("d", 3, 2, 40, AT_ZERO_INVALID)},
+        .batch_dim = SC_BATCH,
+        .n_ops = 3,
+        .ops = {{"q", AT_IN, AT_F32, AT_FILL_DATA, EXT(SC_BATCH), EXT(SC_M), EXT(SC_D),
+                 MAT | AT_BLAS, NULL},
+                {"k", AT_IN, AT_F32, AT_FILL_DATA, EXT(SC_BATCH), EXT(SC_N), EXT(SC_D),
+                 MAT | AT_BLAS, NULL},
+                {"s", AT_OUT, AT_F32, AT_FILL_DATA, EXT(SC_BATCH), EXT(SC_M), EXT(SC_N),
+                 MAT | AT_BLAS, NULL}},
+        .score_dim = SC_D,
+        NO_MASK,
+        NOT_IN_PLACE,
+        .invoke = invoke_scores,
+        .agree = agree_scores,
+    },
+    {
+        .name = "nwattn_softmax",
+        .n_dims = 3,
+        .dims = {DIM("batch", 3, 2, 4, AT_ZERO_EMPTY),
+                 DIM("m", 4, 1, 9, AT_ZERO_EMPTY),
+                 DIM("n", 5, 3, 40, AT_ZERO_DEFINED)},
+        .batch_dim = SM_BATCH,
+        .n_ops = 3,
+        .ops = {{"s", AT_IN, AT_F32, AT_FILL_DATA, EXT(SM_BATCH), EXT(SM_M), EXT(SM_N), MAT,
+                 NULL},
+                {"w", AT_OUT, AT_F32, AT_FILL_DATA, EXT(SM_BATCH), EXT(SM_M), EXT(SM_N), MAT,
+                 NULL},
+                {"lse", AT_OUT_OPT, AT_F32, AT_FILL_DATA, EXT(SM_BATCH), ONE, EXT(SM_M),
+                 AT_HAS_STRIDE, NULL}},
+        NO_SCORE,
+        .mask_m_dim = SM_M,
+        .mask_n_dim = SM_N,
+        .in_place_out = SM_W,
+        .in_place_in = SM_S,
+        .invoke = invoke_softmax,
+        .agree = agree_softmax,
+    },
+    {
+        .name = "nwattn_bmm",
+        .n_dims = 4,
+        .dims = {DIM("batch", 3, 2, 4, AT_ZERO_EMPTY),
+                 DIM("m", 4, 1, 9, AT_ZERO_EMPTY),
+                 DIM("n", 2, 3, 9, AT_ZERO_EMPTY),
+                 DIM("k", 5, 2, 40, AT_ZERO_DEFINED)},
+        .batch_dim = MM_BATCH,
+        .n_ops = 3,
+        .ops = {{"a", AT_IN, AT_F32, AT_FILL_DATA, EXT(MM_BATCH), EXT(MM_M), EXT(MM_K),
+                 MAT | AT_BLAS, NULL},
+                {"b", AT_IN, AT_F32, AT_FILL_DATA, EXT(MM_BATCH), EXT(MM_K), EXT(MM_N),
+                 MAT | AT_BLAS, NULL},
+                {"c", AT_OUT, AT_F32, AT_FILL_DATA, EXT(MM_BATCH), EXT(MM_M), EXT(MM_N),
+                 MAT | AT_BLAS, NULL}},
+        NO_SCORE,
+        NO_MASK,
+        NOT_IN_PLACE,
+        .invoke = invoke_bmm,
+        .agree = agree_bmm,
+    },
+    {
+        .name = "nwattn_pool",
+        .n_dims = 5,
+        /* n up to 300 and d up to 160: several key tiles of the fused path, and AUTO's choice
+         * between fused (n >= 32) and unfused */
+        .dims = {DIM("batch", 3, 2, 4, AT_ZERO_EMPTY),
+                 DIM("m", 4, 1, 9, AT_ZERO_EMPTY),
+                 DIM("n", 5, 3, 300, AT_ZERO_DEFINED),
+                 DIM("d", 3, 2, 160, AT_ZERO_INVALID),
+                 DIM("dv", 2, 1, 40, AT_ZERO_DEFINED)},
+        .batch_dim = PL_BATCH,
+        .n_ops = 6,
+        .ops = {{"q", AT_IN, AT_F32, AT_FILL_DATA, EXT(PL_BATCH), EXT(PL_M), EXT(PL_D),
+                 MAT | AT_BLAS, NULL},
+                {"k", AT_IN, AT_F32, AT_FILL_DATA, EXT(PL_BATCH), EXT(PL_N), EXT(PL_D),
+                 MAT | AT_BLAS, NULL},
+                {"v", AT_IN, AT_F32, AT_FILL_DATA, EXT(PL_BATCH), EXT(PL_N), EXT(PL_DV),
+                 MAT | AT_BLAS, NULL},
+                {"o", AT_OUT, AT_F32, AT_FILL_DATA, EXT(PL_BATCH), EXT(PL_M), EXT(PL_DV),
+                 MAT | AT_BLAS, NULL},
+                {"weights", AT_OUT_OPT, AT_F32, AT_FILL_DATA, EXT(PL_BATCH), EXT(PL_M),
+                 EXT(PL_N), MAT | AT_BLAS, NULL},
+                {"lse", AT_OUT_OPT, AT_F32, AT_FILL_DATA, EXT(PL_BATCH), ONE, EXT(PL_M),
+                 AT_HAS_STRIDE, NULL}},
+        .score_dim = PL_D,
+        .mask_m_dim = PL_M,
+        .mask_n_dim = PL_N,
+        NOT_IN_PLACE,
+        .invoke = invoke_pool,
+        .agree = agree_pool,
+    },
+    {
+        .name = "nwattn_average_pool",
+        .n_dims = 4,
+        .dims = {DIM("batch", 3, 2, 4, AT_ZERO_EMPTY),
+                 DIM("m", 4, 1, 9, AT_ZERO_EMPTY),
+                 DIM("n", 5, 3, 60, AT_ZERO_DEFINED),
+                 DIM("dv", 2, 3, 5, AT_ZERO_EMPTY)},
+        .batch_dim = AV_BATCH,
+        .n_ops = 2,
+        .ops = {{"v", AT_IN, AT_F32, AT_FILL_DATA, EXT(AV_BATCH), EXT(AV_N), EXT(AV_DV),
+                 MAT | AT_BLAS, NULL},
+                {"o", AT_OUT, AT_F32, AT_FILL_DATA, EXT(AV_BATCH), EXT(AV_M), EXT(AV_DV),
+                 MAT | AT_BLAS, NULL}},
+        NO_SCORE,
+        .mask_m_dim = AV_M,
+        .mask_n_dim = AV_N,
+        NOT_IN_PLACE,
+        .invoke = invoke_average,
+        .agree = agree_average,
+    },
+    {
+        .name = "nwattn_pool_partial",
+        .n_dims = 6,
+        .dims = {DIM("batch", 3, 2, 4, AT_ZERO_EMPTY),
+                 DIM("m", 4, 1, 9, AT_ZERO_EMPTY),
+                 DIM("n", 5, 3, 300, AT_ZERO_DEFINED),
+                 DIM("d", 3, 2, 160, AT_ZERO_INVALID),
+                 DIM("dv", 2, 1, 40, AT_ZERO_DEFINED),
+                 DIM_OFFSET("key_offset", 2, 0, 6, PP_N)},
+        .batch_dim = PP_BATCH,
+        .n_ops = 6,
+        .ops = {{"q", AT_IN, AT_F32, AT_FILL_DATA, EXT(PP_BATCH), EXT(PP_M), EXT(PP_D),
+                 MAT | AT_BLAS, NULL},
+                {"k", AT_IN, AT_F32, AT_FILL_DATA, EXT(PP_BATCH), EXT(PP_N), EXT(PP_D),
+                 MAT | AT_BLAS, NULL},
+                {"v", AT_IN, AT_F32, AT_FILL_DATA, EXT(PP_BATCH), EXT(PP_N), EXT(PP_DV),
+                 MAT | AT_BLAS, NULL},
+                {"state.acc", AT_OUT, AT_F32, AT_FILL_DATA, EXT(PP_BATCH), EXT(PP_M), EXT(PP_DV),
+                 MAT | AT_BLAS, NULL},
+                {"state.max", AT_OUT, AT_F32, AT_FILL_DATA, EXT(PP_BATCH), ONE, EXT(PP_M),
+                 AT_HAS_STRIDE, NULL},
+                {"state.sum", AT_OUT, AT_F32, AT_FILL_DATA, EXT(PP_BATCH), ONE, EXT(PP_M),
+                 AT_HAS_STRIDE | AT_SHARED_STRIDE, NULL}},
+        .score_dim = PP_D,
+        .mask_m_dim = PP_M,
+        .mask_n_dim = PP_N,
+        .lens_any = 1,
+        .n_structs = 1,
+        .structs = {"state"},
+        NOT_IN_PLACE,
+        .invoke = invoke_partial,
+        .agree = agree_partial,
+    },
+    {
+        .name = "nwattn_pool_state_merge",
+        .n_dims = 3,
+        .dims = {DIM("batch", 3, 2, 4, AT_ZERO_EMPTY),
+                 DIM("m", 4, 1, 9, AT_ZERO_EMPTY),
+                 DIM("dv", 2, 1, 9, AT_ZERO_DEFINED)},
+        .batch_dim = ST_BATCH,
+        .n_ops = 6,
+        .ops = {STATE_OPS("into.acc", "into.max", "into.sum", AT_INOUT, EXT(ST_M), EXT(ST_DV)),
+                STATE_OPS("from.acc", "from.max", "from.sum", AT_IN, EXT(ST_M), EXT(ST_DV))},
+        NO_SCORE,
+        NO_MASK,
+        .n_structs = 2,
+        .structs = {"into", "from"},
+        NOT_IN_PLACE,
+        .invoke = invoke_merge,
+        .agree = agree_identical,
+    },
+    {
+        .name = "nwattn_pool_state_finish",
+        .n_dims = 3,
+        .dims = {DIM("batch", 3, 2, 4, AT_ZERO_EMPTY),
+                 DIM("m", 4, 1, 9, AT_ZERO_EMPTY),
+                 DIM("dv", 2, 1, 9, AT_ZERO_DEFINED)},
+        .batch_dim = ST_BATCH,
+        .n_ops = 5,
+        .ops = {STATE_OPS("state.acc", "state.max", "state.sum", AT_IN, EXT(ST_M), EXT(ST_DV)),
+                {"o", AT_OUT, AT_F32, AT_FILL_DATA, EXT(ST_BATCH), EXT(ST_M), EXT(ST_DV), MAT,
+                 NULL},
+                {"lse", AT_OUT_OPT, AT_F32, AT_FILL_DATA, EXT(ST_BATCH), ONE, EXT(ST_M),
+                 AT_HAS_STRIDE, NULL}},
+        NO_SCORE,
+        NO_MASK,
+        .n_structs = 1,
+        .structs = {"state"},
+        .in_place_out = FN_O,
+        .in_place_in = FN_ACC,
+        .invoke = invoke_finish,
+        .agree = agree_identical,
+    },
+    {
+        .name = "nwattn_positional_encoding",
+        .n_dims = 3,
+        .dims = {DIM("t", 5, 2, 40, AT_ZERO_EMPTY),
+                 DIM("d", 4, 3, 40, AT_ZERO_INVALID),
+                 DIM_OFFSET("first", 3, 0, 1000, PE_T)},
+        .batch_dim = -1,
+        .n_ops = 1,
+        .ops = {{"p", AT_OUT, AT_F32, AT_FILL_DATA, ONE, EXT(PE_T), EXT(PE_D), AT_HAS_LD, NULL}},
+        NO_SCORE,
+        NO_MASK,
+        NOT_IN_PLACE,
+        .invoke = invoke_positional,
+        .agree = agree_identical,
+    },
+    {
+        .name = "nwattn_attention",
+        .n_dims = 10,
+        .dims = {DIM("batch", 2, 2, 3, AT_ZERO_EMPTY),
+                 DIM("t_q", 3, 1, 9, AT_ZERO_EMPTY),
+                 DIM("t_kv", 4, 3, 40, AT_ZERO_DEFINED),
+                 DIM_FACTOR("heads", 2, 1, 4, AT_ZERO_INVALID),
+                 DIM_FACTOR("d_qk/heads", 2, 3, 8, AT_ZERO_INVALID),
+                 DIM_FACTOR("d_v/heads", 2, 1, 8, AT_ZERO_INVALID),
+                 DIM("d_q_in", 3, 2, 12, AT_ZERO_INVALID),
+                 DIM("d_k_in", 2, 2, 12, AT_ZERO_INVALID),
+                 DIM("d_v_in", 3, 1, 12, AT_ZERO_INVALID),
+                 DIM("d_out", 3, 2, 12, AT_ZERO_INVALID)},
+        .batch_dim = AN_BATCH,
+        .n_ops = 13,
+        .ops = {{"x_q", AT_IN, AT_F32, AT_FILL_DATA, EXT(AN_BATCH), EXT(AN_TQ), EXT(AN_DQIN),
+                 MAT | AT_BLAS, NULL},
+                {"x_k", AT_IN, AT_F32, AT_FILL_DATA, EXT(AN_BATCH), EXT(AN_TKV), EXT(AN_DKIN),
+                 MAT | AT_BLAS, NULL},
+                {"x_v", AT_IN, AT_F32, AT_FILL_DATA, EXT(AN_BATCH), EXT(AN_TKV), EXT(AN_DVIN),
+                 MAT | AT_BLAS, NULL},
+                {"params.w_q", AT_IN, AT_F32, AT_FILL_DATA, ONE, EXT2(AN_HEADS, AN_DH),
+                 EXT(AN_DQIN), 0, NULL},
+                {"params.w_k", AT_IN, AT_F32, AT_FILL_DATA, ONE, EXT2(AN_HEADS, AN_DH),
+                 EXT(AN_DKIN), 0, NULL},
+                {"params.w_v", AT_IN, AT_F32, AT_FILL_DATA, ONE, EXT2(AN_HEADS, AN_DVH),
+                 EXT(AN_DVIN), 0, NULL},
+                {"params.w_o", AT_IN_OPT, AT_F32, AT_FILL_DATA, ONE, EXT(AN_DOUT),
+                 EXT2(AN_HEADS, AN_DVH), 0, NULL},
+                {"params.b_q", AT_IN_OPT, AT_F32, AT_FILL_DATA, ONE, ONE, EXT2(AN_HEADS, AN_DH),
+                 0, NULL},
+                {"params.b_k", AT_IN_OPT, AT_F32, AT_FILL_DATA, ONE, ONE, EXT2(AN_HEADS, AN_DH),
+                 0, NULL},
+                {"params.b_v", AT_IN_OPT, AT_F32, AT_FILL_DATA, ONE, ONE,
+                 EXT2(AN_HEADS, AN_DVH), 0, NULL},
+                {"params.b_o", AT_IN_OPT, AT_F32, AT_FILL_DATA, ONE, ONE, EXT(AN_DOUT), 0, NULL},
+                {"y", AT_OUT, AT_F32, AT_FILL_DATA, EXT(AN_BATCH), EXT(AN_TQ), ONE,
+                 MAT | AT_BLAS, attention_y_shape},
+                {"weights", AT_OUT_OPT, AT_F32, AT_FILL_DATA, EXT(AN_BATCH),
+                 EXT2(AN_HEADS, AN_TQ), EXT(AN_TKV), MAT | AT_BLAS, NULL}},
+        .score_dim = AN_DH,
+        .score_optional = 1,
+        .mask_m_dim = AN_TQ,
+        .mask_n_dim = AN_TKV,
+        .n_structs = 1,
+        .structs = {"params"},
+        NOT_IN_PLACE,
+        .dim_used = attention_dim_used,
+        .invoke = invoke_attention,
+    },
+    {
+        .name = "nwattn_nw_predict",
+        .n_dims = 4,
+        .dims = {DIM("m", 4, 1, 40, AT_ZERO_DEFINED),
+                 DIM_ZERO_STATUS("n", 5, 3, 60, NWATTN_ERR_DEGENERATE_DATA),
+                 DIM("d", 4, 1, 5, AT_ZERO_INVALID),
+                 DIM("dv", 2, 1, 4, AT_ZERO_DEFINED)},
+        .batch_dim = -1,
+        .n_ops = 8,
+        .ops = {{"xq", AT_IN, AT_F32, AT_FILL_DATA, ONE, EXT(NP_M), EXT(NP_D), AT_HAS_LD, NULL},
+                {"x", AT_IN, AT_F32, AT_FILL_DATA, ONE, EXT(NP_N), EXT(NP_D), AT_HAS_LD, NULL},
+                {"y", AT_IN, AT_F32, AT_FILL_DATA, ONE, EXT(NP_N), EXT(NP_DV), AT_HAS_LD, NULL},
+                {"yq", AT_OUT, AT_F32, AT_FILL_DATA, ONE, EXT(NP_M), EXT(NP_DV), AT_HAS_LD,
+                 NULL},
+                {"weights", AT_OUT_OPT, AT_F32, AT_FILL_DATA, ONE, EXT(NP_M), EXT(NP_N),
+                 AT_HAS_LD, NULL},
+                {"row_flags", AT_OUT_OPT, AT_U8, AT_FILL_DATA, ONE, ONE, EXT(NP_M), 0, NULL},
+                {"n_flagged", AT_OUT_OPT, AT_SIZE, AT_FILL_DATA, ONE, ONE, ONE, 0, NULL},
+                {"bandwidths", AT_IN, AT_F32, AT_FILL_POSITIVE, ONE, ONE, EXT(NP_D), 0, NULL}},
+        NO_SCORE,
+        NO_MASK,
+        .n_structs = 1,
+        .structs = {"model"},
+        .n_params = 3,
+        .params = REGRESSION_PARAMS,
+        NOT_IN_PLACE,
+        .invoke = invoke_nw_predict,
+        .finite_data = 1,
+    },
+    {
+        .name = "nwattn_nw_cv",
+        .n_dims = 4,
+        .dims = {DIM_ZERO_STATUS_MIN("n", 6, 4, 40, NWATTN_ERR_DEGENERATE_DATA, 3),
+                 DIM("d", 4, 1, 4, AT_ZERO_INVALID),
+                 DIM("dv", 2, 1, 3, AT_ZERO_INVALID),
+                 DIM("n_bw", 3, 1, 5, AT_ZERO_EMPTY)},
+        .batch_dim = -1,
+        .n_ops = 6,
+        .ops = {{"x", AT_IN, AT_F32, AT_FILL_DATA, ONE, EXT(CV_N), EXT(CV_D), AT_HAS_LD, NULL},
+                {"y", AT_IN, AT_F32, AT_FILL_DATA, ONE, EXT(CV_N), EXT(CV_DV), AT_HAS_LD, NULL},
+                {"bandwidths", AT_IN, AT_F32, AT_FILL_POSITIVE, ONE, EXT(CV_NBW), EXT(CV_D),
+                 AT_HAS_LD, NULL},
+                {"cv", AT_OUT, AT_F64, AT_FILL_DATA, ONE, ONE, EXT(CV_NBW), 0, NULL},
+                {"gradient", AT_OUT_OPT, AT_F64, AT_FILL_DATA, ONE, EXT(CV_NBW), EXT(CV_D),
+                 AT_HAS_LD, NULL},
+                {"flagged", AT_OUT_OPT, AT_SIZE, AT_FILL_DATA, ONE, ONE, EXT(CV_NBW), 0, NULL}},
+        NO_SCORE,
+        NO_MASK,
+        .n_structs = 1,
+        .structs = {"model"},
+        .n_params = 3,
+        .params = REGRESSION_PARAMS,
+        NOT_IN_PLACE,
+        .invoke = invoke_nw_cv,
+        .finite_data = 1,
+    },
+    {
+        .name = "nwattn_wmodel_evaluate",
+        .n_dims = 4,
+        .dims = {DIM("m", 4, 1, 9, AT_ZERO_DEFINED),
+                 DIM("n", 5, 3, 40, AT_ZERO_DEFINED),
+                 DIM("d", 2, 1, 4, AT_ZERO_INVALID),
+                 DIM("dv", 2, 1, 4, AT_ZERO_DEFINED)},
+        .batch_dim = -1,
+        .n_ops = 8,
+        .ops = {{"xq", AT_IN, AT_F32, AT_FILL_DATA, ONE, EXT(WE_M), EXT(WE_D), AT_HAS_LD, NULL},
+                {"x", AT_IN, AT_F32, AT_FILL_DATA, ONE, EXT(WE_N), EXT(WE_D), AT_HAS_LD, NULL},
+                {"y", AT_IN, AT_F32, AT_FILL_DATA, ONE, EXT(WE_N), EXT(WE_DV), AT_HAS_LD, NULL},
+                {"target", AT_IN_OPT, AT_F32, AT_FILL_DATA, ONE, EXT(WE_M), EXT(WE_DV), AT_HAS_LD,
+                 wmodel_target_shape},
+                {"yhat", AT_OUT_OPT, AT_F32, AT_FILL_DATA, ONE, EXT(WE_M), EXT(WE_DV),
+                 AT_HAS_LD, NULL},
+                {"weights", AT_OUT_OPT, AT_F32, AT_FILL_DATA, ONE, EXT(WE_M), EXT(WE_N),
+                 AT_HAS_LD, NULL},
+                {"loss", AT_OUT_OPT, AT_F64, AT_FILL_DATA, ONE, ONE, ONE, 0, NULL},
+                {"grad", AT_OUT_OPT, AT_F64, AT_FILL_DATA, ONE, ONE, ONE, 0, NULL}},
+        NO_SCORE,
+        .mask_m_dim = WE_M,
+        .mask_n_dim = WE_N,
+        .n_params = 1,
+        .params = {{"w", AT_PARAM_FINITE, 0.75, 0}},
+        NOT_IN_PLACE,
+        .invoke = invoke_wmodel_evaluate,
+    },
+    {
+        .name = "nwattn_wmodel_train",
+        .n_dims = 4,
+        .dims = {DIM_ZERO_STATUS_MIN("n", 5, 3, 30, NWATTN_ERR_DEGENERATE_DATA, 2),
+                 DIM("d", 2, 1, 3, AT_ZERO_INVALID),
+                 DIM("dv", 2, 1, 3, AT_ZERO_DEFINED),
+                 DIM("epochs", 3, 2, 5, AT_ZERO_DEFINED)},
+        .batch_dim = -1,
+        .n_ops = 4,
+        .ops = {{"x", AT_IN, AT_F32, AT_FILL_DATA, ONE, EXT(WT_N), EXT(WT_D), AT_HAS_LD, NULL},
+                {"y", AT_IN, AT_F32, AT_FILL_DATA, ONE, EXT(WT_N), EXT(WT_DV), AT_HAS_LD, NULL},
+                {"w", AT_INOUT, AT_F32, AT_FILL_DATA, ONE, ONE, ONE, 0, NULL},
+                {"loss_per_epoch", AT_OUT_OPT, AT_F64, AT_FILL_DATA, ONE, ONE, EXT(WT_EPOCHS), 0,
+                 NULL}},
+        NO_SCORE,
+        NO_MASK,
+        .n_structs = 1,
+        .structs = {"sgd"},
+        .n_params = 1,
+        /* small enough that moderate data never diverges in a few epochs */
+        .params = {{"sgd.learning_rate", AT_PARAM_POSITIVE_FINITE, 1e-3, 0}},
+        NOT_IN_PLACE,
+        .invoke = invoke_wmodel_train,
+        .finite_data = 1,
+    },
+    {
+        .name = "nwattn_weights_diagnostics",
+        .n_dims = 2,
+        .dims = {DIM("m", 4, 1, 9, AT_ZERO_EMPTY),
+                 DIM("n", 5, 3, 40, AT_ZERO_DEFINED)},
+        .batch_dim = -1,
+        .n_ops = 3,
+        .ops = {{"weights", AT_IN, AT_F32, AT_FILL_NONNEG, ONE, EXT(WD_M), EXT(WD_N), AT_HAS_LD,
+                 NULL},
+                {"entropy", AT_OUT_OPT, AT_F32, AT_FILL_DATA, ONE, ONE, EXT(WD_M), 0, NULL},
+                {"n_eff", AT_OUT_OPT, AT_F32, AT_FILL_DATA, ONE, ONE, EXT(WD_M), 0, NULL}},
+        NO_SCORE,
+        NO_MASK,
+        NOT_IN_PLACE,
+        .invoke = invoke_weights_diagnostics,
+        .agree = agree_identical,
+    },
+    {
+        .name = "nwattn_nw_select_bandwidth",
+        .n_dims = 3,
+        .dims = {DIM_ZERO_STATUS_MIN("n", 6, 4, 30, NWATTN_ERR_DEGENERATE_DATA, 3),
+                 DIM("d", 2, 1, 3, AT_ZERO_INVALID),
+                 DIM("dv", 2, 1, 3, AT_ZERO_INVALID)},
+        .batch_dim = -1,
+        .n_ops = 7,
+        .ops = {{"x", AT_IN, AT_F32, AT_FILL_DATA, ONE, EXT(SB_N), EXT(SB_D), AT_HAS_LD, NULL},
+                {"y", AT_IN, AT_F32, AT_FILL_DATA, ONE, EXT(SB_N), EXT(SB_DV), AT_HAS_LD, NULL},
+                {"options.start", AT_IN_OPT, AT_F32, AT_FILL_POSITIVE, ONE, ONE, EXT(SB_D), 0,
+                 NULL},
+                {"bandwidths", AT_OUT, AT_F32, AT_FILL_DATA, ONE, ONE, EXT(SB_D), 0, NULL},
+                {"report", AT_OUT_OPT, AT_F64, AT_FILL_DATA, ONE, ONE, ONE, 0, report_shape},
+                {"curve_scales", AT_OUT_OPT, AT_F32, AT_FILL_DATA, ONE, ONE, ONE, 0,
+                 curve_shape},
+                {"curve_cv", AT_OUT_OPT, AT_F64, AT_FILL_DATA, ONE, ONE, ONE, 0, curve_shape}},
+        NO_SCORE,
+        NO_MASK,
+        .n_structs = 1,
+        .structs = {"model"},
+        .n_params = 4,
+        .params = {{"model.kernel", AT_PARAM_ENUM, 0, 5},
+                   {"model.degree", AT_PARAM_ENUM, 0, 2},
+                   {"model.empty", AT_PARAM_ENUM, 0, 3},
+                   {"options.tolerance", AT_PARAM_FINITE, 1e-2, 0}},
+        NOT_IN_PLACE,
+        .invoke = invoke_nw_select,
+        .finite_data = 1,
+    },
+    {
+        .name = "nwattn_bandwidth_rule_of_thumb",
+        .n_dims = 2,
+        .dims = {DIM_ZERO_STATUS_MIN("n", 6, 3, 40, NWATTN_ERR_DEGENERATE_DATA, 2),
+                 DIM("d", 3, 1, 5, AT_ZERO_INVALID)},
+        .batch_dim = -1,
+        .n_ops = 2,
+        .ops = {{"x", AT_IN, AT_F32, AT_FILL_DATA, ONE, EXT(RT_N), EXT(RT_D), AT_HAS_LD, NULL},
+                {"bandwidths", AT_OUT, AT_F32, AT_FILL_DATA, ONE, ONE, EXT(RT_D), 0, NULL}},
+        NO_SCORE,
+        NO_MASK,
+        .n_params = 1,
+        .params = {{"rule", AT_PARAM_ENUM, 0, 3}},
+        NOT_IN_PLACE,
+        .invoke = invoke_rule_of_thumb,
+        .finite_data = 1,
+        .agree = agree_identical,
+    },
+    {
+        .name = "nwattn_dataset_generate",
+        .n_dims = 1,
+        .dims = {DIM("n", 7, 1, 60, AT_ZERO_EMPTY)},
+        .batch_dim = -1,
+        .n_ops = 3,
+        .ops = {{"rng", AT_INOUT, AT_F64, AT_FILL_DATA, ONE, ONE, ONE, 0, NULL},
+                {"x", AT_OUT, AT_F32, AT_FILL_DATA, ONE, ONE, EXT(0), 0, NULL},
+                {"y", AT_OUT, AT_F32, AT_FILL_DATA, ONE, ONE, EXT(0), 0, NULL}},
+        NO_SCORE,
+        NO_MASK,
+        .n_params = 1,
+        .params = {{"dataset", AT_PARAM_ENUM, 0, 2}},
+        NOT_IN_PLACE,
+        .invoke = invoke_dataset_generate,
+        .agree = agree_identical,
+    },
+    {
+        .name = "nwattn_dataset_truth",
+        .n_dims = 1,
+        .dims = {DIM("m", 7, 1, 60, AT_ZERO_EMPTY)},
+        .batch_dim = -1,
+        .n_ops = 2,
+        /* x >= 0 (2 sin x + x^0.8 of the d2l data set): negative entries are a bad entry */
+        .ops = {{"x", AT_IN, AT_F32, AT_FILL_NONNEG, ONE, ONE, EXT(0), 0, NULL},
+                {"f", AT_OUT, AT_F32, AT_FILL_DATA, ONE, ONE, EXT(0), 0, NULL}},
+        NO_SCORE,
+        NO_MASK,
+        .n_params = 1,
+        .params = {{"dataset", AT_PARAM_ENUM, 0, 2}},
+        NOT_IN_PLACE,
+        .invoke = invoke_dataset_truth,
+        .finite_data = 1,
+        .agree = agree_identical,
+    },
+};
+
+const int at_function_count = (int)(sizeof at_functions / sizeof at_functions[0]);
