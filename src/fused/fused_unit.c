@@ -137,9 +137,23 @@ static void choose_scores(unit *u) {
                     u->qnorm);
 }
 
+/* With d = 1 the distance scores of a row are computed just before the row is used (direct_row),
+ * while it is in cache; score_tile only rescales the keys then, unless rows_too says so. */
+static int is_direct(const unit *u) {
+    return !u->exact && u->a->d == 1 &&
+           (u->a->score.kind == NWATTN_SCORE_GAUSSIAN || u->a->score.kind == NWATTN_SCORE_LAPLACE);
+}
+
+/* Row r's direct 1-D scores (q' - k', as nw_distance_scores_1d rounds them) into s. */
+static void direct_row(const unit *u, size_t r, size_t cols, float *s) {
+    const int gaussian = u->a->score.kind == NWATTN_SCORE_GAUSSIAN;
+    u->a->simd->dist1(gaussian, u->qp[r], 1.0f, u->kp, cols, s);
+}
+
 /* Scores of the unit's rows against keys j0 .. j0+cols-1 into s (pitch lds), as `scale`
  * multiples; in exact mode into sd (pitch bn) in double instead. */
-static void score_tile(const unit *u, size_t j0, size_t cols, float *s, size_t lds) {
+static void score_tile(const unit *u, size_t j0, size_t cols, float *s, size_t lds,
+                       int rows_too) {
     const nw_pool_args *a = u->a;
     const float *k = u->k + j0 * a->ldk;
     if (u->exact) {
@@ -173,8 +187,9 @@ static void score_tile(const unit *u, size_t j0, size_t cols, float *s, size_t l
     default:
         nw_rescale_rows(cols, a->d, k, a->ldk, u->centre, u->inv_h, u->exponent, u->kp,
                         u->knorm);
-        if (a->d == 1) { /* as nw_blas_scores: directly */
-            nw_distance_scores_1d(a->score.kind, u->rows, cols, u->qp, u->kp, s, lds);
+        if (a->d == 1) { /* as nw_blas_scores: directly, the same roundings (simd.h) */
+            for (size_t r = 0; rows_too && r < u->rows; r++)
+                direct_row(u, r, cols, s + r * lds);
             return;
         }
         nw_blas_sgemm(1, u->rows, cols, a->d, -2.0f, u->qp, a->d, u->kp, a->d, 0.0f, s, lds);
@@ -296,6 +311,27 @@ static void scale_row(float *x, size_t count, float factor) {
         x[j] *= factor;
 }
 
+/* The float path's step for a row with one contiguous value per key: exponentials, their sum
+ * and the weighted sum in one pass (simd.h exp_sum_dot), nothing stored. Returns 0 (and does
+ * nothing but mask s) when the row needs update_row or the general path instead: nothing live
+ * yet, or a live +inf. */
+static int dot_row(const unit *u, size_t r, size_t j0, size_t cols, float *s) {
+    const nw_pool_args *a = u->a;
+    const float tile_max = mask_row(a->simd, &u->mask_rows[r], j0, cols, s);
+    const float old = (float)u->max[r];
+    const float new_max = tile_max > old ? tile_max : old;
+    if (tile_max == INFINITY || new_max == -INFINITY)
+        return 0;
+    float dot;
+    const float tile_sum = a->simd->exp_sum_dot(s, cols, new_max, u->v + j0, &dot);
+    const float alpha = old == new_max ? 1.0f : expf(old - new_max); /* old = -inf: 0 */
+    u->sum[r] = u->sum[r] * (double)alpha + (double)tile_sum;
+    u->max[r] = (double)new_max;
+    float *acc = u->acc + r * a->ldo;
+    acc[0] = acc[0] * alpha + dot;
+    return 1;
+}
+
 /* Keys at or beyond the largest row limit are masked for every row of the unit. */
 static size_t live_keys(const unit *u) {
     size_t limit = 0;
@@ -312,7 +348,7 @@ static void write_weights(unit *u, size_t keys) {
     for (size_t j0 = 0; j0 < a->n; j0 += u->bn) {
         size_t cols = min_size(u->bn, a->n - j0);
         if (j0 < keys)
-            score_tile(u, j0, cols, w + j0, a->ldw);
+            score_tile(u, j0, cols, w + j0, a->ldw, 1);
         for (size_t r = 0; r < u->rows; r++) {
             float *row = w + r * a->ldw + j0;
             const double m = u->max[r], l = u->sum[r];
@@ -402,12 +438,17 @@ void nw_fused_unit(const nw_fused_plan *plan, size_t index, size_t worker) {
     /* One value per key in a contiguous column: P·V is a dot product per row, done while the
      * row is in cache (a one-column sgemm is several times slower than that). */
     const int dot_values = a->dv == 1 && a->ldv == 1;
+    const int direct = is_direct(&u);
     for (size_t j0 = 0; j0 < keys; j0 += u.bn) {
         const size_t cols = min_size(u.bn, keys - j0);
-        score_tile(&u, j0, cols, u.s, u.bn);
+        score_tile(&u, j0, cols, u.s, u.bn, 0);
         for (size_t r = 0; r < u.rows; r++) {
             float *s = u.s + r * u.bn;
             float alpha;
+            if (direct)
+                direct_row(&u, r, cols, s);
+            if (dot_values && fast_row(&u, r) && dot_row(&u, r, j0, cols, s))
+                continue;
             if (fast_row(&u, r)) {
                 const float tile_max = mask_row(a->simd, &u.mask_rows[r], j0, cols, s);
                 alpha = tile_max == INFINITY
