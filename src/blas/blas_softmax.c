@@ -52,6 +52,18 @@ static nw_row_scan scan_plain(const nw_mask_row *rm, const float *srow) {
  * exp within 2 ulp; -inf scores give exactly 0. */
 static void plain_row(const nw_simd *simd, const nw_mask_row *rm, size_t n, const float *srow,
                       float *wrow, float *lse) {
+    if (rm->keep == NULL && rm->excluded >= rm->limit && rm->limit > 0) {
+        /* The common row, in vector passes: a finite maximum means a live key and no +inf
+         * (max ignores NaN, +inf would win), and x·x is NaN exactly when some x is NaN. */
+        const float max = simd->max(srow, rm->limit);
+        if (isfinite(max) && !isnan(simd->dot(srow, srow, rm->limit))) {
+            if (wrow != srow)
+                memcpy(wrow, srow, rm->limit * sizeof(float));
+            const double sum = simd->exp_sum(wrow, rm->limit, max);
+            normalise(rm, n, wrow, sum, (double)max, lse);
+            return;
+        }
+    }
     const nw_row_scan rs = scan_plain(rm, srow);
     if (nw_softmax_special_row(rm, &rs, 1.0, n, srow, wrow, lse))
         return;
