@@ -78,6 +78,14 @@
  *   same centred expansion); its row sums are kept in double, the accumulator in float, so
  *   outputs carry about the error of the unfused float W·V product. The tests hold FUSED and
  *   BLAS to the same bounds against REFERENCE.
+ * - With d = 1, Gaussian and Laplace scores skip the expansion under BLAS and FUSED: they are
+ *   (q' - k')^2 computed directly, so the cancellation error above does not arise.
+ * - BLAS and FUSED exponentials come from the library's own vector kernels (AVX-512F,
+ *   AVX2 + FMA or portable C, whichever the CPU runs, chosen when the context is created):
+ *   within 2 ulp of the correctly rounded expf for every float input (measured over
+ *   all 2^32 inputs: 0.89 ulp at worst with FMA, 1.19 in portable C, denormal results
+ *   included), exp(-INFINITY) exactly 0, NaN kept. No -ffast-math: masked keys stay
+ *   exactly 0.
  */
 #ifndef NWATTN_H
 #define NWATTN_H
@@ -191,8 +199,9 @@ NWATTN_API nwattn_backend nwattn_context_get_backend(const nwattn_context *ctx);
  * joins them before it returns; no thread outlives a call. Every unit runs its tile products as
  * separate BLAS calls on its own worker, and the tiles are sized (m·n·k <= 2^18) so that OpenBLAS
  * computes them on that worker without waking its own thread pool: the two pools never compete for
- * the cores. The library never calls openblas_set_num_threads or changes any other process-wide
- * setting. The unfused BLAS path and the projections of nwattn_attention run on the calling thread
+ * the cores. nwattn_bmm spreads the items of a batch over the workers the same way when each
+ * product is that small (m·n·k <= 2^18). The library never calls openblas_set_num_threads or
+ * changes any other process-wide setting. The unfused BLAS path and the projections of nwattn_attention run on the calling thread
  * with the BLAS's own threads, however the caller configured them (OPENBLAS_NUM_THREADS,
  * openblas_set_num_threads). Use one pool at a time: either context threads with the fused path,
  * or BLAS threads with one context thread; README "Threads" has the measurements. 1 <= threads <=
@@ -277,7 +286,11 @@ NWATTN_API nwattn_status nwattn_softmax(nwattn_context *ctx, const nwattn_mask *
 /* ---- Batched product (weighted averages) ------------------------------------------------- */
 /* C_b = A_b · B_b with A_b m×k, B_b k×n, C_b m×n: torch.bmm. With A = weights and B = values
  * this is the weighted average O = W·V. Goes through cblas_sgemm_batch where the BLAS has it;
- * single-column and single-row products go through sgemv/sdot, which is much faster for them. */
+ * single-column and single-row products go through sgemv, which is much faster for them, and
+ * a batch of dot products (m = n = 1, d2l's (B, 1, n) × (B, n, 1), with contiguous columns
+ * of B) through the library's vector dot kernel in one pass, with no BLAS call per item.
+ * With context threads > 1 (nwattn_context_set_threads), items with m·n·k <= 2^18 are
+ * spread over the workers; larger ones run one after the other on the BLAS's threads. */
 NWATTN_API nwattn_status nwattn_bmm(nwattn_context *ctx, size_t batch,
                                     size_t m, size_t n, size_t k,
                                     const float *a, size_t lda, size_t stride_a,

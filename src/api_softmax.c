@@ -21,7 +21,7 @@ nwattn_status nwattn_softmax(nwattn_context *ctx, const nwattn_mask *mask, size_
     const nw_kernels *kernels;
     NW_TRY(nw_select_kernels(ctx, 1, &kernels)); /* no BLAS call: any layout will do */
     for (size_t b = 0; b < batch; b++)
-        kernels->softmax(&mk, b, 0, m, n, s + b * stride_s, lds, NULL, w + b * stride_w, ldw,
+        kernels->softmax(ctx->simd, &mk, b, 0, m, n, s + b * stride_s, lds, NULL, w + b * stride_w, ldw,
                          lse ? lse + b * stride_lse : NULL);
     return NWATTN_OK;
 }

@@ -32,6 +32,7 @@ nwattn_status nwattn_context_create_with_allocator(nwattn_context **out,
     ctx->allocator = *allocator;
     ctx->backend = NWATTN_BACKEND_AUTO;
     ctx->threads = 1;
+    ctx->simd = nw_simd_select();
     *out = ctx;
     return NWATTN_OK;
 }

@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "nwattn.h"
+#include "simd/simd.h"
 
 #define NW_ERRMSG_BYTES 256
 
@@ -13,6 +14,7 @@ struct nwattn_context {
     nwattn_allocator allocator;
     nwattn_backend backend;
     size_t threads; /* workers of the fused path, >= 1 */
+    const nw_simd *simd; /* vector kernels for this CPU, chosen at creation */
     void *workspace; /* grown on demand, kept across calls */
     size_t workspace_bytes;
     char errmsg[NW_ERRMSG_BYTES];
@@ -86,6 +88,12 @@ typedef struct nw_score {
 
 struct nw_pool_args; /* pool.h */
 
+/* How a call may run: the context's vector kernels and worker count. */
+typedef struct nw_exec {
+    const nw_simd *simd;
+    size_t threads;
+} nw_exec;
+
 /* One backend: every primitive the dispatch layer composes. Kernels get validated arguments
  * and never fail; the memory they need is sized by *_workspace and handed in.
  *
@@ -102,15 +110,15 @@ typedef struct nw_kernels {
                    float *t, size_t ldt, double *row_scale, void *scratch);
     /* Rows i0 .. i0+rows-1 of item b: w = masked softmax(row_scale · s); row_scale NULL means
      * all ones; lse optional (NULL). w may be s (same ld). See nwattn.h "Non-finite values". */
-    void (*softmax)(const nw_mask *mask, size_t b, size_t i0, size_t rows, size_t n,
-                    const float *s, size_t lds, const double *row_scale, float *w, size_t ldw,
-                    float *lse);
+    void (*softmax)(const nw_simd *simd, const nw_mask *mask, size_t b, size_t i0, size_t rows,
+                    size_t n, const float *s, size_t lds, const double *row_scale, float *w,
+                    size_t ldw, float *lse);
     /* c = a·b for one item (m×k times k×n). */
     void (*gemm)(size_t m, size_t n, size_t k, const float *a, size_t lda,
                  const float *b, size_t ldb, float *c, size_t ldc);
     /* Bytes of scratch `bmm` needs for `batch` items. */
     size_t (*bmm_workspace)(size_t batch);
-    void (*bmm)(size_t batch, size_t m, size_t n, size_t k,
+    void (*bmm)(const nw_exec *exec, size_t batch, size_t m, size_t n, size_t k,
                 const float *a, size_t lda, size_t stride_a,
                 const float *b, size_t ldb, size_t stride_b,
                 float *c, size_t ldc, size_t stride_c, void *scratch);

@@ -82,7 +82,7 @@ void nw_pool_unfused(const nw_kernels *self, const nw_pool_args *a, void *ws) {
                 size_t lds = w ? a->ldw : (a->n > 0 ? a->n : 1);
                 self->scores(&a->score, rows, a->n, a->d, q + i0 * a->ldq, a->ldq, k, a->ldk, s,
                              lds, row_scale, scratch);
-                self->softmax(&a->mask, b, i0, rows, a->n, s, lds, row_scale, s, lds,
+                self->softmax(a->simd, &a->mask, b, i0, rows, a->n, s, lds, row_scale, s, lds,
                               lse ? lse + i0 : NULL);
                 self->gemm(rows, a->dv, a->n, s, lds, v, a->ldv, o + i0 * a->ldo, a->ldo);
             }
@@ -92,9 +92,12 @@ void nw_pool_unfused(const nw_kernels *self, const nw_pool_args *a, void *ws) {
 }
 
 nwattn_status nw_pool_run(nwattn_context *ctx, const nw_kernels *kernels,
-                          const nw_pool_args *a) {
-    if (nw_pool_is_empty(a))
+                          const nw_pool_args *args) {
+    if (nw_pool_is_empty(args))
         return NWATTN_OK;
+    nw_pool_args run = *args;
+    run.simd = ctx->simd; /* whoever built the arguments: the context's vector kernels */
+    const nw_pool_args *a = &run;
     const int partial = a->state_max != NULL;
     size_t bytes = partial ? kernels->partial_workspace(a, ctx->threads)
                            : kernels->pool_workspace(a, ctx->threads);

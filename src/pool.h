@@ -10,6 +10,7 @@
  * (b, h) starts at x + b·stride_x + h·hstride_x (heads == 1 and hstride 0 outside multi-head
  * attention). The mask depends on b only: all heads of an item share it. */
 typedef struct nw_pool_args {
+    const nw_simd *simd; /* the context's vector kernels */
     nw_score score;
     nw_mask mask;
     size_t batch, heads, m, n, d, dv;

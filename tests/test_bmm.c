@@ -1,6 +1,7 @@
 /* nwattn_bmm: REFERENCE, BLAS and AUTO against a naive triple loop in double, on shapes that
- * take every code path: m = 1 and n = 1 (sgemv/sdot), k = 1, d2l's (B,1,n)x(B,n,1), odd sizes,
- * padded leading dimensions, batch strides, stride-0 broadcast, batches up to 50.
+ * take every code path: m = 1 and n = 1 (dot products), k = 1, d2l's (B,1,n)x(B,n,1), odd sizes,
+ * padded leading dimensions, batch strides, stride-0 broadcast, batches up to 50, and the
+ * batch split over worker threads.
  *
  * Tolerances (see oracle.h): per entry, BLAS (k + 4)u·sum_l |a_il b_lj| + u|c| (float
  * accumulation, worst case); REFERENCE 4u|c| + (k + 4)2^-52·sum_l |a_il b_lj| (double
@@ -18,7 +19,7 @@ typedef struct bmm_shape {
 
 typedef struct bmm_call {
     const tu_mat *a, *b;
-    tu_mat *c[3];
+    tu_mat *c[4];
 } bmm_call;
 
 static nwattn_status call_bmm(nwattn_context *ctx, void *user, int which) {
@@ -59,9 +60,9 @@ static void check_bmm(const bmm_shape *sh, uint64_t seed, int integers) {
     tu_mat want = make_out(sh), tol_blas = make_out(sh), tol_ref = make_out(sh);
     or_bmm(&a, &b, &want, &tol_blas, &tol_ref);
 
-    tu_mat c[3];
-    bmm_call x = {&a, &b, {NULL, NULL, NULL}};
-    for (int t = 0; t < 3; t++) {
+    tu_mat c[4];
+    bmm_call x = {&a, &b, {NULL, NULL, NULL, NULL}};
+    for (int t = 0; t < 4; t++) {
         c[t] = make_out(sh);
         x.c[t] = &c[t];
     }
@@ -70,9 +71,14 @@ static void check_bmm(const bmm_shape *sh, uint64_t seed, int integers) {
     tu_run_both(&bk, call_bmm, &x);
     nwattn_context *autoctx = tu_context(NWATTN_BACKEND_AUTO);
     TU_ASSERT_OK(autoctx, call_bmm(autoctx, &x, 2));
+    /* Worker threads split the batch: the same products, item by item. */
+    nwattn_context *threaded = tu_context(NWATTN_BACKEND_BLAS);
+    TU_ASSERT_OK(threaded, nwattn_context_set_threads(threaded, 3));
+    TU_ASSERT_OK(threaded, call_bmm(threaded, &x, 3));
+    nwattn_context_destroy(threaded);
 
-    static const char *names[3] = {"REFERENCE", "BLAS", "AUTO"};
-    for (int t = 0; t < 3; t++) {
+    static const char *names[4] = {"REFERENCE", "BLAS", "AUTO", "BLAS, 3 threads"};
+    for (int t = 0; t < 4; t++) {
         char what[160];
         snprintf(what, sizeof what, "bmm %s b=%zu m=%zu n=%zu k=%zu%s%s%s%s", names[t],
                  sh->batch, sh->m, sh->n, sh->k, sh->bcast_a ? " bcast-a" : "",
@@ -90,7 +96,8 @@ static void check_bmm(const bmm_shape *sh, uint64_t seed, int integers) {
     assert_true(tu_mat_bits_equal(&b, &b0));
     nwattn_context_destroy(autoctx);
     tu_backends_fini(&bk);
-    tu_mat *all[] = {&a, &b, &a0, &b0, &want, &tol_blas, &tol_ref, &c[0], &c[1], &c[2]};
+    tu_mat *all[] = {&a, &b, &a0, &b0, &want, &tol_blas, &tol_ref, &c[0], &c[1], &c[2],
+                      &c[3]};
     for (size_t t = 0; t < sizeof all / sizeof all[0]; t++)
         tu_mat_free(all[t]);
 }
@@ -99,6 +106,8 @@ static const bmm_shape shapes[] = {
     {1, 1, 1, 1, 0, 0, 0, 0, 0},
     {50, 1, 1, 50, 0, 0, 0, 0, 0},  /* d2l: (B,1,n) x (B,n,1) */
     {50, 1, 1, 49, 2, 3, 0, 0, 0},  /* the same, leave-one-out sized, padded */
+    {37, 1, 1, 23, 0, 5, 0, 0, 0},  /* dot products with strided items */
+    {9, 1, 1, 70, 0, 0, 0, 1, 0},   /* dot products, broadcast B */
     {3, 7, 1, 13, 1, 2, 0, 0, 0},   /* dv = 1: a matrix-vector product */
     {4, 1, 9, 13, 3, 0, 0, 0, 0},   /* one row */
     {3, 5, 7, 1, 1, 1, 0, 0, 0},    /* k = 1: an outer product */
@@ -111,6 +120,7 @@ static const bmm_shape shapes[] = {
     {3, 6, 5, 4, 2, 0, 1, 1, 0},    /* both broadcast */
     {6, 5, 7, 3, 2, 0, 0, 0, 1},    /* tight output stride */
     {50, 3, 5, 7, 1, 2, 0, 0, 0},   /* batch 50 */
+    {50, 40, 41, 64, 1, 3, 0, 0, 0}, /* enough work to spread over worker threads */
     {2, 65, 33, 130, 3, 1, 0, 0, 0},
     {1, 2, 3, 1500, 0, 0, 0, 0, 0}, /* long inner dimension */
     {1, 1100, 3, 4, 1, 0, 0, 0, 0}, /* many rows */

@@ -152,6 +152,8 @@ static const shape shapes[] = {
     {1, 64, 256, 64, 64}, /* exactly one tile each way at d = 64 */
     {1, 70, 40, 300, 20}, /* wide rows: the tiles shrink */
     {2, 9, 0, 4, 3},    /* no keys */
+    {2, 70, 600, 1, 1}, /* 1-D Nadaraya-Watson: direct distances, dot products for P·V */
+    {1, 65, 300, 1, 4}, /* d = 1 with several values per key */
 };
 
 static const unsigned mask_sets[] = {

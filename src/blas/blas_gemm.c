@@ -3,6 +3,7 @@
 #include <cblas.h>
 
 #include "blas_kernels.h"
+#include "threads.h"
 
 #if NWATTN_USE_SGEMM_BATCH
 #include "sgemm_batch.h"
@@ -143,9 +144,64 @@ size_t nw_blas_bmm_workspace(size_t batch) {
 }
 #endif
 
-void nw_blas_bmm(size_t batch, size_t m, size_t n, size_t k, const float *a, size_t lda,
-                 size_t stride_a, const float *b, size_t ldb, size_t stride_b, float *c,
-                 size_t ldc, size_t stride_c, void *scratch) {
+/* The items of a batched product, for nw_parallel_for. */
+typedef struct bmm_job {
+    const nw_simd *simd;
+    size_t m, n, k, per_unit, batch;
+    const float *a, *b;
+    float *c;
+    size_t lda, stride_a, ldb, stride_b, ldc, stride_c;
+} bmm_job;
+
+/* Items first .. first+count-1. A 1×1 product with a contiguous column is a dot product: the
+ * vector kernel does it in one pass, where a BLAS call per item costs more in overhead than
+ * the arithmetic (d2l's (B, 1, n) × (B, n, 1) weighted averages). */
+static void bmm_items(const bmm_job *j, size_t first, size_t count) {
+    if (j->m == 1 && j->n == 1 && j->ldb == 1 && j->k <= NW_BLAS_DIM_LIMIT) {
+        for (size_t item = first; item < first + count; item++)
+            j->c[item * j->stride_c] =
+                j->simd->dot(j->a + item * j->stride_a, j->b + item * j->stride_b, j->k);
+        return;
+    }
+    for (size_t item = first; item < first + count; item++)
+        nw_blas_gemm(j->m, j->n, j->k, j->a + item * j->stride_a, j->lda,
+                     j->b + item * j->stride_b, j->ldb, j->c + item * j->stride_c, j->ldc);
+}
+
+static void bmm_unit(void *arg, size_t unit, size_t worker) {
+    (void)worker;
+    const bmm_job *j = arg;
+    const size_t first = unit * j->per_unit;
+    bmm_items(j, first, min_size(j->per_unit, j->batch - first));
+}
+
+/* Items whose product OpenBLAS runs on the calling thread (m·n·k at most 2^18, see
+ * NW_FUSED_TILE_MNK) are spread over the context's workers, a few at a time, when the whole
+ * batch is worth starting threads for (2^22 multiply-adds: about 0.1 ms on one core, where
+ * starting a thread costs some 0.03 ms); larger items run one after the other, each with the
+ * BLAS's own threads. */
+#define BMM_SMALL_MNK ((double)(1u << 18))
+#define BMM_PARALLEL_MIN_WORK ((double)(1u << 22))
+#define BMM_UNITS_PER_WORKER 8
+
+void nw_blas_bmm(const nw_exec *exec, size_t batch, size_t m, size_t n, size_t k,
+                 const float *a, size_t lda, size_t stride_a, const float *b, size_t ldb,
+                 size_t stride_b, float *c, size_t ldc, size_t stride_c, void *scratch) {
+    bmm_job job = {exec->simd, m, n, k, batch, batch, a, b, c,
+                   lda, stride_a, ldb, stride_b, ldc, stride_c};
+    const double mnk = (double)m * (double)n * (double)k;
+    if (exec->threads > 1 && batch > 1 && mnk <= BMM_SMALL_MNK &&
+        mnk * (double)batch >= BMM_PARALLEL_MIN_WORK) {
+        size_t units = min_size(batch, exec->threads * BMM_UNITS_PER_WORKER);
+        job.per_unit = (batch + units - 1) / units;
+        units = (batch + job.per_unit - 1) / job.per_unit;
+        nw_parallel_for(exec->threads, units, bmm_unit, &job);
+        return;
+    }
+    if (m == 1 && n == 1) {
+        bmm_items(&job, 0, batch);
+        return;
+    }
 #if NWATTN_USE_SGEMM_BATCH
     if (batch > 1 && batch_api_fits(m, n, k)) {
         bmm_batch_api(batch, m, n, k, a, lda, stride_a, b, ldb, stride_b, c, ldc, stride_c,
@@ -155,7 +211,5 @@ void nw_blas_bmm(size_t batch, size_t m, size_t n, size_t k, const float *a, siz
 #else
     (void)scratch;
 #endif
-    for (size_t item = 0; item < batch; item++)
-        nw_blas_gemm(m, n, k, a + item * stride_a, lda, b + item * stride_b, ldb,
-                     c + item * stride_c, ldc);
+    bmm_items(&job, 0, batch);
 }

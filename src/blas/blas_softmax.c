@@ -3,6 +3,7 @@
  * beyond the float range, see nw_kernels); plain rows stay in float, which gives the same bits:
  * both round the exact difference s - max once. */
 #include <math.h>
+#include <string.h>
 
 #include "blas_kernels.h"
 #include "mask.h"
@@ -46,14 +47,35 @@ static nw_row_scan scan_plain(const nw_mask_row *rm, const float *srow) {
     return rs;
 }
 
-/* A row without scale or additive mask, in float. */
-static void plain_row(const nw_mask_row *rm, size_t n, const float *srow, float *wrow,
-                      float *lse) {
+/* A row without scale or additive mask, in float. Without keep bytes or an excluded key the
+ * exponentials come from the context's vector kernels (simd.h): s - max rounded once, then
+ * exp within 2 ulp; -inf scores give exactly 0. */
+static void plain_row(const nw_simd *simd, const nw_mask_row *rm, size_t n, const float *srow,
+                      float *wrow, float *lse) {
+    if (rm->keep == NULL && rm->excluded >= rm->limit && rm->limit > 0) {
+        /* The common row, in vector passes: a finite maximum means a live key and no +inf
+         * (max ignores NaN, +inf would win), and x·x is NaN exactly when some x is NaN. */
+        const float max = simd->max(srow, rm->limit);
+        if (isfinite(max) && !isnan(simd->dot(srow, srow, rm->limit))) {
+            if (wrow != srow)
+                memcpy(wrow, srow, rm->limit * sizeof(float));
+            const double sum = simd->exp_sum(wrow, rm->limit, max);
+            normalise(rm, n, wrow, sum, (double)max, lse);
+            return;
+        }
+    }
     const nw_row_scan rs = scan_plain(rm, srow);
     if (nw_softmax_special_row(rm, &rs, 1.0, n, srow, wrow, lse))
         return;
     const float max = (float)rs.max; /* finite here */
     const int drops = rm->keep != NULL || rm->excluded < rm->limit;
+    if (!drops) {
+        if (wrow != srow)
+            memcpy(wrow, srow, rm->limit * sizeof(float));
+        const double sum = simd->exp_sum(wrow, rm->limit, max);
+        normalise(rm, n, wrow, sum, rs.max, lse);
+        return;
+    }
     double sum = 0.0;
     for (size_t j = 0; j < rm->limit; j++) {
         /* -inf scores give expf(-inf) = 0 by themselves */
@@ -64,11 +86,11 @@ static void plain_row(const nw_mask_row *rm, size_t n, const float *srow, float 
     normalise(rm, n, wrow, sum, rs.max, lse);
 }
 
-static void softmax_row(const nw_mask *mask, size_t b, size_t i, size_t n, double scale,
-                        const float *srow, float *wrow, float *lse) {
+static void softmax_row(const nw_simd *simd, const nw_mask *mask, size_t b, size_t i, size_t n,
+                        double scale, const float *srow, float *wrow, float *lse) {
     const nw_mask_row rm = nw_mask_row_get(mask, b, i, n);
     if (scale == 1.0 && rm.additive == NULL) {
-        plain_row(&rm, n, srow, wrow, lse);
+        plain_row(simd, &rm, n, srow, wrow, lse);
         return;
     }
     const nw_row_scan rs = nw_row_scan_of(&rm, scale, srow);
@@ -85,10 +107,10 @@ static void softmax_row(const nw_mask *mask, size_t b, size_t i, size_t n, doubl
     normalise(&rm, n, wrow, sum, rs.max, lse);
 }
 
-void nw_blas_softmax(const nw_mask *mask, size_t b, size_t i0, size_t rows, size_t n,
-                     const float *s, size_t lds, const double *row_scale, float *w, size_t ldw,
-                     float *lse) {
+void nw_blas_softmax(const nw_simd *simd, const nw_mask *mask, size_t b, size_t i0,
+                     size_t rows, size_t n, const float *s, size_t lds,
+                     const double *row_scale, float *w, size_t ldw, float *lse) {
     for (size_t r = 0; r < rows; r++)
-        softmax_row(mask, b, i0 + r, n, row_scale != NULL ? row_scale[r] : 1.0, s + r * lds,
+        softmax_row(simd, mask, b, i0 + r, n, row_scale != NULL ? row_scale[r] : 1.0, s + r * lds,
                     w + r * ldw, lse ? lse + r : NULL);
 }

@@ -137,9 +137,23 @@ static void choose_scores(unit *u) {
                     u->qnorm);
 }
 
+/* With d = 1 the distance scores of a row are computed just before the row is used (direct_row),
+ * while it is in cache; score_tile only rescales the keys then, unless rows_too says so. */
+static int is_direct(const unit *u) {
+    return !u->exact && u->a->d == 1 &&
+           (u->a->score.kind == NWATTN_SCORE_GAUSSIAN || u->a->score.kind == NWATTN_SCORE_LAPLACE);
+}
+
+/* Row r's direct 1-D scores (q' - k', as nw_distance_scores_1d rounds them) into s. */
+static void direct_row(const unit *u, size_t r, size_t cols, float *s) {
+    const int gaussian = u->a->score.kind == NWATTN_SCORE_GAUSSIAN;
+    u->a->simd->dist1(gaussian, u->qp[r], 1.0f, u->kp, cols, s);
+}
+
 /* Scores of the unit's rows against keys j0 .. j0+cols-1 into s (pitch lds), as `scale`
  * multiples; in exact mode into sd (pitch bn) in double instead. */
-static void score_tile(const unit *u, size_t j0, size_t cols, float *s, size_t lds) {
+static void score_tile(const unit *u, size_t j0, size_t cols, float *s, size_t lds,
+                       int rows_too) {
     const nw_pool_args *a = u->a;
     const float *k = u->k + j0 * a->ldk;
     if (u->exact) {
@@ -156,8 +170,14 @@ static void score_tile(const unit *u, size_t j0, size_t cols, float *s, size_t l
             nw_blas_sgemm(1, u->rows, cols, a->d, u->dot_alpha, u->qp, a->d, u->kp, a->d, 0.0f,
                           s, lds);
         } else {
-            nw_blas_sgemm(1, u->rows, cols, a->d, a->score.scale, u->q, a->ldq, k, a->ldk, 0.0f,
-                          s, lds);
+            /* Q·(K^T) on a transposed copy of the key tile: OpenBLAS runs small untransposed
+             * products without packing them (about a third faster here than Q·K^T), and the
+             * copy is one pass over a tile of keys that is in cache anyway. */
+            for (size_t j = 0; j < cols; j++)
+                for (size_t p = 0; p < a->d; p++)
+                    u->kp[p * u->bn + j] = k[j * a->ldk + p];
+            nw_blas_sgemm(0, u->rows, cols, a->d, a->score.scale, u->q, a->ldq, u->kp, u->bn,
+                          0.0f, s, lds);
         }
         return;
     case NW_SCORE_ZERO:
@@ -167,8 +187,9 @@ static void score_tile(const unit *u, size_t j0, size_t cols, float *s, size_t l
     default:
         nw_rescale_rows(cols, a->d, k, a->ldk, u->centre, u->inv_h, u->exponent, u->kp,
                         u->knorm);
-        if (a->d == 1) { /* as nw_blas_scores: directly */
-            nw_distance_scores_1d(a->score.kind, u->rows, cols, u->qp, u->kp, s, lds);
+        if (a->d == 1) { /* as nw_blas_scores: directly, the same roundings (simd.h) */
+            for (size_t r = 0; rows_too && r < u->rows; r++)
+                direct_row(u, r, cols, s + r * lds);
             return;
         }
         nw_blas_sgemm(1, u->rows, cols, a->d, -2.0f, u->qp, a->d, u->kp, a->d, 0.0f, s, lds);
@@ -187,15 +208,13 @@ static int fast_row(const unit *u, size_t r) {
 /* Sets the masked scores of keys j0 .. j0+cols-1 to -INFINITY and returns the maximum
  * (-INFINITY if none is live; NaN never wins a comparison, it propagates through the
  * exponentials instead). */
-static float mask_row(const nw_mask_row *row, size_t j0, size_t cols, float *s) {
+static float mask_row(const nw_simd *simd, const nw_mask_row *row, size_t j0, size_t cols,
+                      float *s) {
     float max = -INFINITY;
     const int plain = row->keep == NULL && j0 + cols <= row->limit &&
                       (row->excluded < j0 || row->excluded >= j0 + cols);
-    if (plain) {
-        for (size_t j = 0; j < cols; j++)
-            max = s[j] > max ? s[j] : max;
-        return max;
-    }
+    if (plain) /* +inf wins here, and sends the row to the general path */
+        return simd->max(s, cols);
     for (size_t j = 0; j < cols; j++) {
         size_t key = j0 + j;
         if (key >= row->limit || nw_mask_row_drops(row, key))
@@ -207,10 +226,11 @@ static float mask_row(const nw_mask_row *row, size_t j0, size_t cols, float *s) 
 
 /* One row's online-softmax step for a tile (finite or -inf tile maximum): s becomes
  * exp(s - M'), L and M are updated, and the factor the row's accumulator must be multiplied by
- * is returned. Masked keys hold -INFINITY, whose exponential is exactly 0. The tile's sum goes
- * into eight float partial sums (no serial dependency chain; at most 256 terms each tile),
- * then into L in double. */
-static float update_row(float *s, size_t cols, float tile_max, double *max, double *sum) {
+ * is returned. Masked keys hold -INFINITY, whose exponential is exactly 0. The exponentials
+ * come from the context's vector kernels (simd.h), their tile sum in float lanes (at most 256
+ * terms each tile), then into L in double. */
+static float update_row(const nw_simd *simd, float *s, size_t cols, float tile_max, double *max,
+                        double *sum) {
     const float old = (float)*max; /* a float value or -inf on this path */
     const float new_max = tile_max > old ? tile_max : old;
     if (new_max == -INFINITY) { /* nothing live yet: masked keys give 0, NaN stays NaN */
@@ -222,21 +242,7 @@ static float update_row(float *s, size_t cols, float tile_max, double *max, doub
         *sum += tile_sum;
         return 1.0f;
     }
-    float part[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
-    size_t j = 0;
-    for (; j + 8 <= cols; j += 8)
-        for (size_t l = 0; l < 8; l++) {
-            float e = expf(s[j + l] - new_max);
-            s[j + l] = e;
-            part[l] += e;
-        }
-    for (; j < cols; j++) {
-        s[j] = expf(s[j] - new_max);
-        part[0] += s[j];
-    }
-    double tile_sum = 0.0;
-    for (size_t l = 0; l < 8; l++)
-        tile_sum += (double)part[l];
+    const double tile_sum = (double)simd->exp_sumf(s, cols, new_max);
     const float alpha = old == new_max ? 1.0f : expf(old - new_max); /* old = -inf: 0 */
     *sum = *sum * (double)alpha + tile_sum;
     *max = (double)new_max;
@@ -305,6 +311,27 @@ static void scale_row(float *x, size_t count, float factor) {
         x[j] *= factor;
 }
 
+/* The float path's step for a row with one contiguous value per key: exponentials, their sum
+ * and the weighted sum in one pass (simd.h exp_sum_dot), nothing stored. Returns 0 (and does
+ * nothing but mask s) when the row needs update_row or the general path instead: nothing live
+ * yet, or a live +inf. */
+static int dot_row(const unit *u, size_t r, size_t j0, size_t cols, float *s) {
+    const nw_pool_args *a = u->a;
+    const float tile_max = mask_row(a->simd, &u->mask_rows[r], j0, cols, s);
+    const float old = (float)u->max[r];
+    const float new_max = tile_max > old ? tile_max : old;
+    if (tile_max == INFINITY || new_max == -INFINITY)
+        return 0;
+    float dot;
+    const float tile_sum = a->simd->exp_sum_dot(s, cols, new_max, u->v + j0, &dot);
+    const float alpha = old == new_max ? 1.0f : expf(old - new_max); /* old = -inf: 0 */
+    u->sum[r] = u->sum[r] * (double)alpha + (double)tile_sum;
+    u->max[r] = (double)new_max;
+    float *acc = u->acc + r * a->ldo;
+    acc[0] = acc[0] * alpha + dot;
+    return 1;
+}
+
 /* Keys at or beyond the largest row limit are masked for every row of the unit. */
 static size_t live_keys(const unit *u) {
     size_t limit = 0;
@@ -321,7 +348,7 @@ static void write_weights(unit *u, size_t keys) {
     for (size_t j0 = 0; j0 < a->n; j0 += u->bn) {
         size_t cols = min_size(u->bn, a->n - j0);
         if (j0 < keys)
-            score_tile(u, j0, cols, w + j0, a->ldw);
+            score_tile(u, j0, cols, w + j0, a->ldw, 1);
         for (size_t r = 0; r < u->rows; r++) {
             float *row = w + r * a->ldw + j0;
             const double m = u->max[r], l = u->sum[r];
@@ -408,24 +435,37 @@ void nw_fused_unit(const nw_fused_plan *plan, size_t index, size_t worker) {
     if (keys > 0)
         choose_scores(&u);
 
+    /* One value per key in a contiguous column: P·V is a dot product per row, done while the
+     * row is in cache (a one-column sgemm is several times slower than that). */
+    const int dot_values = a->dv == 1 && a->ldv == 1;
+    const int direct = is_direct(&u);
     for (size_t j0 = 0; j0 < keys; j0 += u.bn) {
         const size_t cols = min_size(u.bn, keys - j0);
-        score_tile(&u, j0, cols, u.s, u.bn);
+        score_tile(&u, j0, cols, u.s, u.bn, 0);
         for (size_t r = 0; r < u.rows; r++) {
             float *s = u.s + r * u.bn;
             float alpha;
+            if (direct)
+                direct_row(&u, r, cols, s);
+            if (dot_values && fast_row(&u, r) && dot_row(&u, r, j0, cols, s))
+                continue;
             if (fast_row(&u, r)) {
-                const float tile_max = mask_row(&u.mask_rows[r], j0, cols, s);
-                alpha = tile_max == INFINITY ? update_row_general(&u, r, j0, cols, s)
-                                             : update_row(s, cols, tile_max, &u.max[r], &u.sum[r]);
+                const float tile_max = mask_row(a->simd, &u.mask_rows[r], j0, cols, s);
+                alpha = tile_max == INFINITY
+                            ? update_row_general(&u, r, j0, cols, s)
+                            : update_row(a->simd, s, cols, tile_max, &u.max[r], &u.sum[r]);
             } else {
                 alpha = update_row_general(&u, r, j0, cols, s);
             }
-            if (alpha != 1.0f)
-                scale_row(u.acc + r * a->ldo, a->dv, alpha);
+            float *acc = u.acc + r * a->ldo;
+            if (dot_values)
+                acc[0] = acc[0] * alpha + a->simd->dot(s, u.v + j0, cols);
+            else if (alpha != 1.0f)
+                scale_row(acc, a->dv, alpha);
         }
-        nw_blas_sgemm(0, u.rows, a->dv, cols, 1.0f, u.s, u.bn, u.v + j0 * a->ldv, a->ldv, 1.0f,
-                      u.acc, a->ldo);
+        if (!dot_values)
+            nw_blas_sgemm(0, u.rows, a->dv, cols, 1.0f, u.s, u.bn, u.v + j0 * a->ldv, a->ldv,
+                          1.0f, u.acc, a->ldo);
     }
 
     if (plan->partial) {

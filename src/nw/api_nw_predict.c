@@ -14,6 +14,7 @@ static nwattn_status predict_pooled(nwattn_context *ctx, const nw_call *call, co
                                     size_t ldw) {
     nw_pool_args args;
     memset(&args, 0, sizeof args);
+    args.simd = ctx->simd;
     args.score.kind =
         mod->kernel == NWATTN_KERNEL_GAUSSIAN ? NWATTN_SCORE_GAUSSIAN : NWATTN_SCORE_LAPLACE;
     args.score.bandwidth = bandwidths[0];

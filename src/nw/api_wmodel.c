@@ -26,6 +26,7 @@ nwattn_status nwattn_wmodel_evaluate(nwattn_context *ctx, float w, const nwattn_
     NW_TRY(nw_begin(ctx));
     nw_wmodel_args a;
     memset(&a, 0, sizeof a);
+    a.simd = ctx->simd;
     a.w = w, a.m = m, a.n = n, a.d = d, a.dv = dv;
     a.q = xq, a.ldq = ldq, a.k = x, a.ldk = ldx, a.v = y, a.ldv = ldy;
     a.yhat = yhat, a.ldyhat = ldyhat, a.weights = weights, a.ldw = ldw;
@@ -69,6 +70,7 @@ nwattn_status nwattn_wmodel_train(nwattn_context *ctx, const nwattn_sgd *sgd, si
     const size_t epochs = sgd->epochs;
     nw_wmodel_args a;
     memset(&a, 0, sizeof a);
+    a.simd = ctx->simd;
     a.w = *w, a.m = n, a.n = n, a.d = d, a.dv = dv;
     a.q = x, a.ldq = ldx, a.k = x, a.ldk = ldx, a.v = y, a.ldv = ldy, a.target = y, a.ldt = ldy;
     nw_call call;

@@ -175,6 +175,7 @@ double nw_cv_admissible_scale(const nw_plan *plan, const double *h);
 /* ---- The learnable-w model ----------------------------------------------------------------- */
 /* Validated arguments of nwattn_wmodel_evaluate (batch 1). */
 typedef struct nw_wmodel_args {
+    const nw_simd *simd; /* the context's vector kernels */
     float w;
     nw_mask mask;
     size_t m, n, d, dv;

@@ -68,7 +68,7 @@ static void run_fast(const nw_kernels *kernels, const nw_wmodel_args *a, void *m
                 s0[r * lds + j] = (float)(row_scale[r] * (double)s0[r * lds + j]);
                 alpha[r * lda + j] = w2 * s0[r * lds + j];
             }
-        kernels->softmax(&a->mask, 0, i0, rows, n, alpha, lda, NULL, alpha, lda, NULL);
+        kernels->softmax(a->simd, &a->mask, 0, i0, rows, n, alpha, lda, NULL, alpha, lda, NULL);
         kernels->gemm(rows, dv, n, alpha, lda, a->v, a->ldv, yh, ldyh);
         if (a->target == NULL)
             continue;

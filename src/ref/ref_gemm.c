@@ -28,10 +28,10 @@ size_t nw_ref_bmm_workspace(size_t batch) {
     return 0;
 }
 
-void nw_ref_bmm(size_t batch, size_t m, size_t n, size_t k, const float *a, size_t lda,
+void nw_ref_bmm(const nw_exec *exec, size_t batch, size_t m, size_t n, size_t k, const float *a, size_t lda,
                 size_t stride_a, const float *b, size_t ldb, size_t stride_b, float *c,
                 size_t ldc, size_t stride_c, void *scratch) {
-    (void)scratch;
+    (void)scratch, (void)exec;
     for (size_t item = 0; item < batch; item++)
         nw_ref_gemm(m, n, k, a + item * stride_a, lda, b + item * stride_b, ldb,
                     c + item * stride_c, ldc);

@@ -20,9 +20,10 @@ static void softmax_row(const nw_mask *mask, size_t b, size_t i, size_t n, doubl
         *lse = (float)lse_value;
 }
 
-void nw_ref_softmax(const nw_mask *mask, size_t b, size_t i0, size_t rows, size_t n,
-                    const float *s, size_t lds, const double *row_scale, float *w, size_t ldw,
-                    float *lse) {
+void nw_ref_softmax(const nw_simd *simd, const nw_mask *mask, size_t b, size_t i0,
+                    size_t rows, size_t n, const float *s, size_t lds,
+                    const double *row_scale, float *w, size_t ldw, float *lse) {
+    (void)simd; /* double precision throughout */
     for (size_t r = 0; r < rows; r++)
         softmax_row(mask, b, i0 + r, n, row_scale != NULL ? row_scale[r] : 1.0, s + r * lds,
                     w + r * ldw, lse ? lse + r : NULL);

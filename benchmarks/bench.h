@@ -1,0 +1,69 @@
+/* The benchmark suite's shared pieces: deterministic data (the companion Python script makes
+ * the very same floats), timing, the naive loops a user would write, and the JSON report. */
+#ifndef NWBENCH_H
+#define NWBENCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* ---- Data -------------------------------------------------------------------------------- */
+/* Element i of stream `seed`: splitmix64(seed · 2^32 + i) >> 40, times 2^-24, mapped onto
+ * [lo, hi) in double and rounded once to float. benchmarks/companion.py computes the same. */
+float bench_uniform(uint64_t seed, uint64_t i, double lo, double hi);
+/* count floats of stream `seed` on [lo, hi), from the allocator (NULL if out of memory). */
+float *bench_data(uint64_t seed, size_t count, double lo, double hi);
+/* count zero floats, touched (the page faults happen here, not in a timed run). */
+float *bench_zeros(size_t count);
+
+/* ---- Timing ------------------------------------------------------------------------------ */
+double bench_now(void);
+
+typedef struct bench_stats {
+    int runs;
+    double median, min, max; /* seconds */
+} bench_stats;
+
+/* Calls fn(arg) once to warm up, then `reps` more times (fewer if a run is long, see
+ * nwbench.c), and summarises the timed runs. fn returns 0 on success. Returns 0, or -1 if a
+ * call failed. A warm-up longer than `long_run` seconds is kept as the only sample. */
+int bench_time(int (*fn)(void *arg), void *arg, int reps, double long_run, bench_stats *out);
+
+/* ---- Naive loops (bench_naive.c): plain C, expf, two passes, one thread ------------------- */
+/* Gaussian Nadaraya-Watson with bandwidth h: q m×d, k n×d, v n (one value per key). */
+void naive_nw(size_t m, size_t n, size_t d, float h, const float *q, const float *k,
+              const float *v, float *o);
+/* Scaled dot-product attention, q m×d, k n×d, v n×dv, o m×dv; causal masks keys j > i. */
+void naive_sdpa(size_t m, size_t n, size_t d, size_t dv, int causal, const float *q,
+                const float *k, const float *v, float *o);
+/* y = x·w^T + b: x rows×in, w out×in, b out. */
+void naive_linear(size_t rows, size_t out, size_t in, const float *x, const float *w,
+                  const float *b, float *y);
+/* Multi-head self-attention layer (nwattn_attention's definition, scaled dot, no mask) on
+ * batch sequences x (t × e each, contiguous), weights in nn.Linear layout (e × e), biases:
+ * projections, heads copied apart, naive_sdpa per head, concatenation, output projection.
+ * scratch: (4 · batch + 4) · t · e floats. */
+void naive_mha(size_t batch, size_t t, size_t e, size_t heads, const float *x, const float *wq,
+               const float *wk, const float *wv, const float *wo, const float *bq,
+               const float *bk, const float *bv, const float *bo, float *y, float *scratch);
+/* c_i = a_i·b_i for `batch` products of m×k times k×n, contiguous items. */
+void naive_bmm(size_t batch, size_t m, size_t n, size_t k, const float *a, const float *b,
+               float *c);
+
+/* ---- JSON report ------------------------------------------------------------------------- */
+typedef struct bench_json {
+    FILE *file; /* NULL: no report */
+    int first;
+} bench_json;
+
+int bench_json_open(bench_json *j, const char *path);
+/* Writes the machine description and the run's settings. */
+void bench_json_header(bench_json *j, const char *threads_list, int reps, int quick);
+/* One result: an object literal's members, already formatted ("\"a\": 1, \"b\": 2"). */
+void bench_json_result(bench_json *j, const char *members);
+int bench_json_close(bench_json *j);
+
+/* "AMD EPYC ..." from /proc/cpuinfo, or "unknown". */
+const char *bench_cpu_name(void);
+
+#endif /* NWBENCH_H */

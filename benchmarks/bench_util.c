@@ -1,0 +1,163 @@
+/* Data, timing and the JSON report of the benchmark suite (see bench.h). */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime */
+#include "bench.h"
+
+#include <cblas.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <nwattn.h>
+
+static uint64_t splitmix64(uint64_t x) {
+    x += 0x9e3779b97f4a7c15u;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9u;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebu;
+    return x ^ (x >> 31);
+}
+
+float bench_uniform(uint64_t seed, uint64_t i, double lo, double hi) {
+    double unit = (double)(splitmix64((seed << 32) + i) >> 40) * 0x1.0p-24;
+    return (float)(lo + (hi - lo) * unit);
+}
+
+float *bench_data(uint64_t seed, size_t count, double lo, double hi) {
+    float *x = malloc((count ? count : 1) * sizeof(float));
+    for (size_t i = 0; x != NULL && i < count; i++)
+        x[i] = bench_uniform(seed, i, lo, hi);
+    return x;
+}
+
+float *bench_zeros(size_t count) { return calloc(count ? count : 1, sizeof(float)); }
+
+double bench_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int compare_doubles(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+#define MAX_REPS 64
+
+int bench_time(int (*fn)(void *arg), void *arg, int reps, double long_run, bench_stats *out) {
+    double times[MAX_REPS];
+    double t0 = bench_now();
+    if (fn(arg) != 0)
+        return -1;
+    double warm = bench_now() - t0;
+    int runs = 0;
+    if (warm > long_run) { /* too long to repeat: the warm-up is the sample */
+        times[runs++] = warm;
+    } else {
+        /* At most about 4 · long_run seconds of timed runs, and at least one. */
+        int budget = warm > 0.0 ? (int)(4.0 * long_run / warm) : reps;
+        int count = reps < budget ? reps : (budget > 0 ? budget : 1);
+        if (count > MAX_REPS)
+            count = MAX_REPS;
+        for (; runs < count; runs++) {
+            double t = bench_now();
+            if (fn(arg) != 0)
+                return -1;
+            times[runs] = bench_now() - t;
+        }
+    }
+    qsort(times, (size_t)runs, sizeof times[0], compare_doubles);
+    out->runs = runs;
+    out->min = times[0];
+    out->max = times[runs - 1];
+    out->median = runs % 2 ? times[runs / 2] : 0.5 * (times[runs / 2 - 1] + times[runs / 2]);
+    return 0;
+}
+
+const char *bench_cpu_name(void) {
+    static char name[128] = "unknown";
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (f == NULL)
+        return name;
+    char line[512];
+    while (fgets(line, sizeof line, f)) {
+        if (strncmp(line, "model name", 10) == 0) {
+            char *colon = strchr(line, ':');
+            if (colon != NULL) {
+                colon += colon[1] == ' ' ? 2 : 1;
+                colon[strcspn(colon, "\n")] = '\0';
+                snprintf(name, sizeof name, "%s", colon);
+            }
+            break;
+        }
+    }
+    fclose(f);
+    return name;
+}
+
+/* The JSON strings written here come from the program or /proc: escape quotes and
+ * backslashes only. */
+static void json_string(FILE *f, const char *s) {
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\')
+            fputc('\\', f);
+        if ((unsigned char)*s >= 0x20)
+            fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
+int bench_json_open(bench_json *j, const char *path) {
+    j->first = 1;
+    j->file = NULL;
+    if (path == NULL)
+        return 0;
+    j->file = fopen(path, "w");
+    return j->file ? 0 : -1;
+}
+
+static const char *simd_name(void) {
+#if defined(__x86_64__) && defined(__GNUC__)
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f"))
+        return "avx512";
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+        return "avx2";
+#endif
+    return "generic";
+}
+
+void bench_json_header(bench_json *j, const char *threads_list, int reps, int quick) {
+    if (j->file == NULL)
+        return;
+    FILE *f = j->file;
+    time_t now = time(NULL);
+    char date[32];
+    strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
+    fputs("{\n  \"machine\": {\"cpu\": ", f);
+    json_string(f, bench_cpu_name());
+    fprintf(f, ", \"cores_online\": %ld, \"blas\": ", sysconf(_SC_NPROCESSORS_ONLN));
+    json_string(f, openblas_get_config());
+    fputs(", \"blas_core\": ", f);
+    json_string(f, openblas_get_corename());
+    fprintf(f, ", \"vector_kernels\": \"%s\", \"nwattn\": \"%s\"},\n", simd_name(),
+            nwattn_version_string());
+    fprintf(f, "  \"date\": \"%s\",\n  \"config\": {\"threads\": [%s], \"reps\": %d, "
+               "\"quick\": %s},\n  \"results\": [\n",
+            date, threads_list, reps, quick ? "true" : "false");
+}
+
+void bench_json_result(bench_json *j, const char *members) {
+    if (j->file == NULL)
+        return;
+    fprintf(j->file, "%s    {%s}", j->first ? "" : ",\n", members);
+    j->first = 0;
+}
+
+int bench_json_close(bench_json *j) {
+    if (j->file == NULL)
+        return 0;
+    fputs("\n  ]\n}\n", j->file);
+    return fclose(j->file) == 0 ? 0 : -1;
+}

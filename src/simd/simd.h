@@ -1,0 +1,57 @@
+/* Vector kernels for the hot loops of the softmax: exponentials, row maxima, direct distance
+ * scores and dot products. One table per instruction set; the context picks the best table the
+ * CPU supports when it is created (nw_simd_select), so nothing global is ever written.
+ *
+ * Exponential: exp(x) = 2^n · p(r), n = round(x / ln 2), r = x - n ln 2 (two-constant
+ * Cody-Waite reduction, |r| <= ln 2 / 2), p Cephes' degree-7 polynomial by Horner's rule,
+ * and 2^n applied as two exact power-of-two factors (vscalefps on AVX-512) so that results
+ * down to the smallest denormal round once. Measured against double exp() over the whole
+ * float range (tests/test_simd.c): at most NW_VEXP_MAX_ULP units in the last place of the
+ * correctly rounded float, denormal results included (over all 2^32 inputs, with
+ * NWATTN_TEST_EXHAUSTIVE=1: 0.89 ulp at worst for AVX2 and AVX-512, 1.19 for portable C,
+ * which has no fused multiply-add). Special values are exact: exp(-inf) = 0, results
+ * below half the smallest denormal (x < -103.97) are +0, exp(x) = +inf for x > 88.7228 and
+ * for +inf, NaN gives NaN. No -ffast-math anywhere: masks are -INFINITY and must stay 0. */
+#ifndef NWATTN_SIMD_H
+#define NWATTN_SIMD_H
+
+#include <stddef.h>
+
+/* The accuracy the tests hold every table's exponential to, in ulp. */
+#define NW_VEXP_MAX_ULP 2
+
+typedef struct nw_simd {
+    const char *name; /* "avx512", "avx2" or "generic" */
+    /* x[j] = exp(x[j] - shift) in place; returns the sum of the results, accumulated in
+     * double. -INFINITY entries become exactly 0, NaN stays NaN. */
+    double (*exp_sum)(float *x, size_t n, float shift);
+    /* The same with the sum accumulated in float lanes: for the rows of a tile (a few hundred
+     * keys), where the double accumulation would cost more than the exponentials. */
+    float (*exp_sumf)(float *x, size_t n, float shift);
+    /* sum_j exp(x[j] - shift) and *dot = sum_j exp(x[j] - shift) v[j], x left as it is:
+     * softmax and weighted sum of a row with one value per key, in one pass. Accumulated in
+     * float lanes: meant for rows of a tile (a few hundred keys), not whole rows of 10^5. */
+    float (*exp_sum_dot)(const float *x, size_t n, float shift, const float *v, float *dot);
+    /* The largest of x[0 .. n-1], ignoring NaN; -INFINITY for n == 0 or an all-NaN row. */
+    float (*max)(const float *x, size_t n);
+    /* Direct one-dimensional distance scores: with t = (u - k[j]) · inv_h, s[j] = (-t/2) · t
+     * (gaussian) or -|t| (Laplace), rounded exactly as nw_distance_scores_1d rounds them (no
+     * expansion, no cancellation); returns their maximum. */
+    float (*dist1)(int gaussian, float u, float inv_h, const float *k, size_t n, float *s);
+    /* sum_j x[j] y[j], accumulated in float lanes. */
+    float (*dot)(const float *x, const float *y, size_t n);
+} nw_simd;
+
+/* Portable C, for every CPU. */
+extern const nw_simd nw_simd_generic;
+#if NWATTN_HAVE_X86_KERNELS
+/* AVX2 + FMA (x86-64 since Haswell / Zen): only for CPUs that have both. */
+extern const nw_simd nw_simd_avx2;
+/* AVX-512F (Skylake-SP, Zen 4 and later): only where the CPU and the OS support it. */
+extern const nw_simd nw_simd_avx512;
+#endif
+
+/* The fastest table this CPU runs. */
+const nw_simd *nw_simd_select(void);
+
+#endif /* NWATTN_SIMD_H */

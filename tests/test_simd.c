@@ -1,0 +1,354 @@
+/* The vector kernels (src/simd/) called directly, for every table this CPU can run: the
+ * exponential's error in ulp against double exp() over the whole float range (sampled; set
+ * NWATTN_TEST_EXHAUSTIVE=1 to try all 2^32 inputs), its special values, and the row maximum,
+ * direct distance scores and dot product against scalar double loops, at every tail length. */
+#include <float.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "testutil.h"
+#include "simd/simd.h"
+
+static float from_bits(uint32_t bits) {
+    float x;
+    memcpy(&x, &bits, sizeof x);
+    return x;
+}
+
+static uint32_t to_bits(float x) {
+    uint32_t bits;
+    memcpy(&bits, &x, sizeof bits);
+    return bits;
+}
+
+/* The tables to test, slowest first: the generic one always, AVX2 and AVX-512 where the CPU
+ * has them. */
+#define MAX_TABLES 3
+static size_t tables(const nw_simd *out[MAX_TABLES]) {
+    size_t count = 0;
+    out[count++] = &nw_simd_generic;
+#if NWATTN_HAVE_X86_KERNELS
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+        out[count++] = &nw_simd_avx2;
+    if (__builtin_cpu_supports("avx512f"))
+        out[count++] = &nw_simd_avx512;
+#endif
+    return count;
+}
+
+/* Error of y as an approximation of exp(x), in units of the last place of the correctly
+ * rounded float (2^-149 for denormal results). An overflow that the exact value just misses
+ * (y = inf where FLT_MAX is right, or the reverse) counts as 1 ulp; NaN or a wrong special
+ * value counts as infinity. */
+static double ulp_error(float x, float y) {
+    if (isnan(x))
+        return isnan(y) ? 0.0 : INFINITY;
+    const double exact = exp((double)x);
+    const float rounded = (float)exact;
+    if (isinf(rounded) || isinf(y)) {
+        if (isinf(rounded) && isinf(y))
+            return 0.0;
+        return (rounded == FLT_MAX || y == FLT_MAX) ? 1.0 : INFINITY;
+    }
+    if (isnan(y) || y < 0.0f)
+        return INFINITY;
+    int exponent;
+    frexp(rounded > 0.0f ? (double)rounded : 0x1p-149, &exponent); /* value in [2^(e-1), 2^e) */
+    double ulp = ldexp(1.0, exponent - 24);
+    if (ulp < 0x1p-149)
+        ulp = 0x1p-149;
+    return fabs((double)y - exact) / ulp;
+}
+
+typedef struct sweep {
+    double worst;
+    float worst_x;
+    size_t count;
+} sweep;
+
+#define BATCH 4096
+
+/* Feeds inputs x[0 .. n-1] through table->exp_sum and records the worst ulp error. */
+static void check_batch(const nw_simd *table, const float *x, size_t n, sweep *sw) {
+    float y[BATCH];
+    memcpy(y, x, n * sizeof(float));
+    table->exp_sum(y, n, 0.0f);
+    for (size_t j = 0; j < n; j++) {
+        double err = ulp_error(x[j], y[j]);
+        if (err > sw->worst || (err != err)) {
+            sw->worst = err;
+            sw->worst_x = x[j];
+        }
+    }
+    sw->count += n;
+}
+
+/* Every `step`-th float bit pattern, then every float in a few dense ranges. */
+static sweep sweep_exp(const nw_simd *table, uint64_t step) {
+    sweep sw = {0.0, 0.0f, 0};
+    float x[BATCH];
+    size_t n = 0;
+    for (uint64_t bits = 0; bits <= UINT32_MAX; bits += step) {
+        x[n++] = from_bits((uint32_t)bits);
+        if (n == BATCH) {
+            check_batch(table, x, n, &sw);
+            n = 0;
+        }
+    }
+    /* Dense: the overflow threshold, the start of the denormal results, the underflow to 0. */
+    const float lo[] = {88.6f, -87.5f, -104.2f};
+    const float hi[] = {88.9f, -86.9f, -103.6f};
+    for (size_t r = 0; r < sizeof lo / sizeof lo[0]; r++)
+        for (float v = lo[r]; v <= hi[r]; v = nextafterf(v, INFINITY)) {
+            x[n++] = v;
+            if (n == BATCH) {
+                check_batch(table, x, n, &sw);
+                n = 0;
+            }
+        }
+    check_batch(table, x, n, &sw);
+    return sw;
+}
+
+static void test_exp_ulp(void **state) {
+    (void)state;
+    const nw_simd *t[MAX_TABLES];
+    size_t count = tables(t);
+    const char *exhaustive = getenv("NWATTN_TEST_EXHAUSTIVE");
+    const uint64_t step = exhaustive && *exhaustive && *exhaustive != '0' ? 1 : 1021;
+    for (size_t i = 0; i < count; i++) {
+        sweep sw = sweep_exp(t[i], step);
+        printf("exp %s: %zu inputs, worst %.3f ulp at x = %.9g\n", t[i]->name, sw.count,
+               sw.worst, (double)sw.worst_x);
+        assert_true(sw.worst <= NW_VEXP_MAX_ULP);
+        assert_true(sw.count > 4000000);
+    }
+}
+
+static void test_exp_special(void **state) {
+    (void)state;
+    const nw_simd *t[MAX_TABLES];
+    size_t count = tables(t);
+    for (size_t i = 0; i < count; i++) {
+        /* 19 entries: every lane position of a vector and a tail. */
+        float x[19] = {-INFINITY, INFINITY, NAN, 0.0f, -0.0f, -200.0f, -104.0f, 89.0f, 1e30f,
+                       -1e30f, 1.0f, -1.0f, -87.0f, -103.0f, 88.7f, -INFINITY, -INFINITY, NAN,
+                       -INFINITY};
+        float y[19];
+        memcpy(y, x, sizeof x);
+        double sum = t[i]->exp_sum(y, 19, 0.0f);
+        assert_int_equal(to_bits(y[0]), 0u); /* exactly +0 */
+        assert_true(isinf(y[1]) && y[1] > 0);
+        assert_true(isnan(y[2]) && isnan(y[17]));
+        assert_true(y[3] == 1.0f && y[4] == 1.0f);
+        assert_int_equal(to_bits(y[5]), 0u);
+        assert_int_equal(to_bits(y[6]), 0u);
+        assert_true(isinf(y[7]) && isinf(y[8]));
+        assert_int_equal(to_bits(y[9]), 0u);
+        assert_true(y[12] > 0.0f && y[12] < FLT_MIN * 100.0f);
+        assert_true(y[13] > 0.0f && y[13] < FLT_MIN); /* a denormal */
+        assert_true(isfinite(y[14]));
+        assert_int_equal(to_bits(y[15]), 0u);
+        assert_int_equal(to_bits(y[18]), 0u);
+        assert_true(isnan(sum));
+        memcpy(y, x, sizeof x);
+        assert_true(isnan(t[i]->exp_sumf(y, 19, 0.0f)));
+        assert_int_equal(to_bits(y[0]), 0u);
+        assert_true(isnan(y[2]) && isinf(y[1]));
+        /* Masked keys under a shift: -inf - shift is -inf, exactly 0 again. */
+        float z[11] = {-INFINITY, 3.0f, -INFINITY, 2.0f, -INFINITY, -INFINITY, -INFINITY,
+                       -INFINITY, 1.0f, -INFINITY, -INFINITY};
+        double s = t[i]->exp_sum(z, 11, 3.0f);
+        for (size_t j = 0; j < 11; j++)
+            if (j != 1 && j != 3 && j != 8)
+                assert_int_equal(to_bits(z[j]), 0u);
+        assert_true(z[1] == 1.0f);
+        double want = 1.0 + exp(-1.0) + exp(-2.0);
+        assert_true(fabs(s - want) < 4e-7 * want);
+    }
+}
+
+/* Every tail length: results match element-wise exponentials and the sum their double sum;
+ * entries beyond n are never touched. */
+static void test_exp_sum_lengths(void **state) {
+    (void)state;
+    const nw_simd *t[MAX_TABLES];
+    size_t count = tables(t);
+    tu_rng rng;
+    tu_rng_seed(&rng, 7);
+    for (size_t i = 0; i < count; i++)
+        for (size_t n = 0; n <= 70; n++) {
+            float x[72], y[72];
+            for (size_t j = 0; j < 72; j++)
+                x[j] = tu_rng_range(&rng, -30.0f, 5.0f);
+            memcpy(y, x, sizeof x);
+            const float shift = 2.5f;
+            double sum = t[i]->exp_sum(y, n, shift);
+            double want = 0.0;
+            for (size_t j = 0; j < n; j++) {
+                assert_true(ulp_error(x[j] - shift, y[j]) <= NW_VEXP_MAX_ULP);
+                want += (double)y[j];
+            }
+            assert_true(fabs(sum - want) <= 1e-12 * (want + 1e-30));
+            assert_int_equal(to_bits(y[n]), to_bits(x[n]));
+            assert_int_equal(to_bits(y[n + 1]), to_bits(x[n + 1]));
+            /* The float-lane variant: the same exponentials, a float sum of n terms. */
+            float z[72];
+            memcpy(z, x, sizeof x);
+            float sumf = t[i]->exp_sumf(z, n, shift);
+            assert_memory_equal(z, y, n * sizeof(float));
+            assert_true(fabs((double)sumf - want) <= (double)(n + 1) * TU_U * want + 1e-30);
+            assert_int_equal(to_bits(z[n]), to_bits(x[n]));
+        }
+}
+
+/* The one-pass softmax step: the sum and weighted sum of exp(x - shift) against double loops,
+ * x untouched, -inf entries contributing exactly nothing, NaN propagating. */
+static void test_exp_sum_dot(void **state) {
+    (void)state;
+    const nw_simd *t[MAX_TABLES];
+    size_t count = tables(t);
+    tu_rng rng;
+    tu_rng_seed(&rng, 9);
+    for (size_t i = 0; i < count; i++)
+        for (size_t n = 0; n <= 300; n += (n < 70 ? 1 : 23)) {
+            float x[300], x0[300], v[300];
+            for (size_t j = 0; j < n; j++) {
+                x[j] = tu_rng_below(&rng, 6) == 0 ? -INFINITY : tu_rng_range(&rng, -20.0f, 1.0f);
+                v[j] = tu_rng_range(&rng, -1.0f, 1.0f);
+            }
+            memcpy(x0, x, sizeof x);
+            const float shift = 1.0f;
+            double want_sum = 0.0, want_dot = 0.0, bound = 0.0;
+            for (size_t j = 0; j < n; j++) {
+                double e = exp((double)x[j] - shift);
+                want_sum += e;
+                want_dot += e * v[j];
+                bound += e * fabs((double)v[j]);
+            }
+            float dot = 42.0f;
+            float sum = t[i]->exp_sum_dot(x, n, shift, v, &dot);
+            assert_memory_equal(x, x0, n * sizeof(float));
+            /* exp within 2 ulp, then float sums of at most n terms */
+            const double rel = (NW_VEXP_MAX_ULP + (double)n + 2) * TU_U;
+            assert_true(fabs((double)sum - want_sum) <= rel * want_sum + 1e-30);
+            assert_true(fabs((double)dot - want_dot) <= rel * bound + 1e-30);
+        }
+    for (size_t i = 0; i < count; i++) {
+        float x[19], v[19], dot;
+        for (size_t j = 0; j < 19; j++)
+            x[j] = -INFINITY, v[j] = 1.0f;
+        assert_true(t[i]->exp_sum_dot(x, 19, 0.0f, v, &dot) == 0.0f && dot == 0.0f);
+        x[17] = NAN;
+        assert_true(isnan(t[i]->exp_sum_dot(x, 19, 0.0f, v, &dot)) && isnan(dot));
+    }
+}
+
+static void test_max(void **state) {
+    (void)state;
+    const nw_simd *t[MAX_TABLES];
+    size_t count = tables(t);
+    tu_rng rng;
+    tu_rng_seed(&rng, 11);
+    for (size_t i = 0; i < count; i++) {
+        assert_true(t[i]->max(NULL, 0) == -INFINITY);
+        for (size_t n = 1; n <= 70; n++) {
+            float x[70];
+            for (size_t j = 0; j < n; j++)
+                x[j] = tu_rng_range(&rng, -100.0f, 100.0f);
+            size_t at = tu_rng_below(&rng, n);
+            x[at] = 1000.0f;
+            x[tu_rng_below(&rng, n)] = NAN; /* never wins (may overwrite the maximum) */
+            float want = -INFINITY;
+            for (size_t j = 0; j < n; j++)
+                want = x[j] > want ? x[j] : want;
+            assert_true(t[i]->max(x, n) == want);
+        }
+        float all_nan[13];
+        for (size_t j = 0; j < 13; j++)
+            all_nan[j] = NAN;
+        assert_true(t[i]->max(all_nan, 13) == -INFINITY);
+        float masked[17];
+        for (size_t j = 0; j < 17; j++)
+            masked[j] = -INFINITY;
+        assert_true(t[i]->max(masked, 17) == -INFINITY);
+    }
+}
+
+static void test_dist1(void **state) {
+    (void)state;
+    const nw_simd *t[MAX_TABLES];
+    size_t count = tables(t);
+    tu_rng rng;
+    tu_rng_seed(&rng, 13);
+    for (size_t i = 0; i < count; i++)
+        for (int gaussian = 0; gaussian <= 1; gaussian++)
+            for (size_t n = 0; n <= 70; n++) {
+                float k[70], s[71];
+                for (size_t j = 0; j < n; j++)
+                    k[j] = tu_rng_range(&rng, -3.0f, 3.0f);
+                s[n] = 42.0f;
+                const float u = tu_rng_range(&rng, -3.0f, 3.0f);
+                const float inv_h = tu_rng_range(&rng, 0.3f, 3.0f);
+                float got_max = t[i]->dist1(gaussian, u, inv_h, k, n, s);
+                float want_max = -INFINITY;
+                for (size_t j = 0; j < n; j++) {
+                    double e = ((double)u - k[j]) * (double)inv_h;
+                    double exact = gaussian ? -0.5 * e * e : -fabs(e);
+                    /* two roundings of t, then at most two more */
+                    assert_true(fabs((double)s[j] - exact) <= 6.0 * TU_U * fabs(exact) + 1e-30);
+                    /* bit for bit what the BLAS backend's scalar loop computes */
+                    float d = (u - k[j]) * inv_h;
+                    float same = gaussian ? -0.5f * d * d : -fabsf(d);
+                    assert_int_equal(to_bits(s[j]), to_bits(same));
+                    want_max = s[j] > want_max ? s[j] : want_max;
+                }
+                assert_true(got_max == want_max);
+                assert_true(s[n] == 42.0f);
+            }
+}
+
+static void test_dot(void **state) {
+    (void)state;
+    const nw_simd *t[MAX_TABLES];
+    size_t count = tables(t);
+    tu_rng rng;
+    tu_rng_seed(&rng, 17);
+    for (size_t i = 0; i < count; i++)
+        for (size_t n = 0; n <= 300; n += (n < 70 ? 1 : 37)) {
+            float x[300], y[300];
+            double exact = 0.0, bound = 0.0;
+            for (size_t j = 0; j < n; j++) {
+                x[j] = tu_rng_range(&rng, -1.0f, 1.0f);
+                y[j] = tu_rng_range(&rng, -1.0f, 1.0f);
+                exact += (double)x[j] * (double)y[j];
+                bound += fabs((double)x[j] * (double)y[j]);
+            }
+            float got = t[i]->dot(x, y, n);
+            assert_true(fabs((double)got - exact) <= (double)(n + 2) * TU_U * bound + 1e-30);
+        }
+}
+
+static void test_select(void **state) {
+    (void)state;
+    const nw_simd *chosen = nw_simd_select();
+    const nw_simd *t[MAX_TABLES];
+    size_t count = tables(t);
+    assert_ptr_equal(chosen, t[count - 1]); /* the fastest this CPU runs */
+    printf("selected: %s\n", chosen->name);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_exp_ulp),        cmocka_unit_test(test_exp_special),
+        cmocka_unit_test(test_exp_sum_lengths), cmocka_unit_test(test_exp_sum_dot),
+        cmocka_unit_test(test_max),
+        cmocka_unit_test(test_dist1),          cmocka_unit_test(test_dot),
+        cmocka_unit_test(test_select),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
