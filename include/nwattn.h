@@ -192,20 +192,25 @@ NWATTN_API void nwattn_context_destroy(nwattn_context *ctx);
 NWATTN_API nwattn_status nwattn_context_set_backend(nwattn_context *ctx, nwattn_backend backend);
 NWATTN_API nwattn_backend nwattn_context_get_backend(const nwattn_context *ctx);
 
-/* Threads. A context has `threads` workers for the fused pooling and for the fast path of the
- * Nadaraya-Watson regression functions (default 1: everything runs on the calling thread). With
- * threads > 1 a fused call cuts the problem into units of (batch item, head, block of query rows),
- * starts threads - 1 pthreads for the call, runs units on them and on the calling thread, and
- * joins them before it returns; no thread outlives a call. Every unit runs its tile products as
- * separate BLAS calls on its own worker, and the tiles are sized (m·n·k <= 2^18) so that OpenBLAS
- * computes them on that worker without waking its own thread pool: the two pools never compete for
- * the cores. nwattn_bmm spreads the items of a batch over the workers the same way when each
- * product is that small (m·n·k <= 2^18). The library never calls openblas_set_num_threads or
- * changes any other process-wide setting. The unfused BLAS path and the projections of nwattn_attention run on the calling thread
- * with the BLAS's own threads, however the caller configured them (OPENBLAS_NUM_THREADS,
- * openblas_set_num_threads). Use one pool at a time: either context threads with the fused path,
- * or BLAS threads with one context thread; README "Threads" has the measurements. 1 <= threads <=
- * NWATTN_MAX_THREADS, else NWATTN_ERR_BAD_PARAMETER. */
+/* Threads. A context has `threads` workers for the fused pooling, nwattn_bmm's small products
+ * and the fast path of the Nadaraya-Watson regression functions (default 1: everything runs on
+ * the calling thread). With threads > 1 a call cuts its work into units (for the fused path:
+ * batch item, head, block of query rows) and runs them on the calling thread and on threads - 1
+ * pthreads that belong to the context: the first call that needs them starts them, and they
+ * stay, waiting for the next call, until nwattn_context_destroy or a change of the count (which
+ * joins them). Between calls they spin for 0.1 ms and then sleep, using no CPU. They are named
+ * nwattn-w1, nwattn-w2, ..., block every signal, and are never shared between contexts. In a
+ * child forked from a process whose context had them, that context starts new ones. If a thread
+ * cannot be started, the others (or the calling thread alone) do its units: calls never fail
+ * for it. Every unit runs its tile products as separate BLAS calls on its own worker, and the
+ * tiles are sized (m·n·k <= 2^18) so that OpenBLAS computes them on that worker without waking
+ * its own thread pool: the two pools never compete for the cores. The library never calls
+ * openblas_set_num_threads or changes any other process-wide setting. The unfused BLAS path and
+ * the projections of nwattn_attention run on the calling thread with the BLAS's own threads,
+ * however the caller configured them (OPENBLAS_NUM_THREADS, openblas_set_num_threads). Use one
+ * pool at a time: either context threads with the fused path, or BLAS threads with one context
+ * thread; README "Threads" has the measurements. 1 <= threads <= NWATTN_MAX_THREADS, else
+ * NWATTN_ERR_BAD_PARAMETER. */
 #define NWATTN_MAX_THREADS 256
 NWATTN_API nwattn_status nwattn_context_set_threads(nwattn_context *ctx, size_t threads);
 /* The context's thread count (1 for ctx == NULL). */

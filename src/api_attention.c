@@ -94,7 +94,7 @@ nwattn_status nwattn_attention(nwattn_context *ctx, const nwattn_attention_param
     if (batch == 0 || t_q == 0)
         return NWATTN_OK;
     void *ws;
-    NW_TRY(nw_workspace(ctx, nw_attention_workspace(kernels, &a, ctx->threads), &ws));
-    nw_attention_run(kernels, &a, ws, ctx->threads);
+    NW_TRY(nw_workspace(ctx, nw_attention_workspace(kernels, &a, ctx->workers.threads), &ws));
+    nw_attention_run(kernels, &a, ws, &ctx->workers);
     return NWATTN_OK;
 }

@@ -17,7 +17,7 @@ nwattn_status nwattn_bmm(nwattn_context *ctx, size_t batch, size_t m, size_t n, 
         return NWATTN_OK;
     void *scratch;
     NW_TRY(nw_workspace(ctx, kernels->bmm_workspace(batch), &scratch));
-    const nw_exec exec = {ctx->simd, ctx->threads};
+    const nw_exec exec = {ctx->simd, &ctx->workers};
     kernels->bmm(&exec, batch, m, n, k, a, lda, stride_a, b, ldb, stride_b, c, ldc, stride_c, scratch);
     return NWATTN_OK;
 }

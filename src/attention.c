@@ -72,7 +72,7 @@ static void project(const nw_kernels *kernels, size_t batch, size_t t, size_t ou
 }
 
 void nw_attention_run(const nw_kernels *kernels, nw_attention_args *a, void *workspace,
-                      size_t threads) {
+                      nw_workers *workers) {
     const nwattn_attention_params *p = a->params;
     layout f = {0, 0, 0, 0};
     buffer_floats(a, &f); /* cannot fail: the workspace was sized with it */
@@ -89,7 +89,7 @@ void nw_attention_run(const nw_kernels *kernels, nw_attention_args *a, void *wor
     project(kernels, a->batch, a->t_kv, p->d_v, p->d_v_in, a->x_v, p->w_v, p->b_v, v, p->d_v,
             a->t_kv * p->d_v);
     aim_pool(a, q, k, v, c);
-    kernels->pool(&a->pool, pool_scratch, threads);
+    kernels->pool(&a->pool, pool_scratch, workers);
     if (p->w_o != NULL) {
         const nw_seq concat = {c, p->d_v, a->t_q * p->d_v};
         project(kernels, a->batch, a->t_q, p->d_out, p->d_v, concat, p->w_o, p->b_o, a->y,

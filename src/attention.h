@@ -27,6 +27,6 @@ size_t nw_attention_workspace(const nw_kernels *kernels, nw_attention_args *args
                               size_t threads);
 /* Runs the layer with that much working memory. Never fails. */
 void nw_attention_run(const nw_kernels *kernels, nw_attention_args *args, void *workspace,
-                      size_t threads);
+                      nw_workers *workers);
 
 #endif /* NWATTN_ATTENTION_H */

@@ -31,7 +31,7 @@ nwattn_status nwattn_context_create_with_allocator(nwattn_context **out,
     memset(ctx, 0, sizeof *ctx);
     ctx->allocator = *allocator;
     ctx->backend = NWATTN_BACKEND_AUTO;
-    ctx->threads = 1;
+    ctx->workers.threads = 1;
     ctx->simd = nw_simd_select();
     *out = ctx;
     return NWATTN_OK;
@@ -40,6 +40,7 @@ nwattn_status nwattn_context_create_with_allocator(nwattn_context **out,
 void nwattn_context_destroy(nwattn_context *ctx) {
     if (ctx == NULL)
         return;
+    nw_workers_stop(&ctx->workers);
     nwattn_context_release_workspace(ctx);
     nwattn_allocator allocator = ctx->allocator;
     allocator.free(allocator.user, ctx);
@@ -67,11 +68,13 @@ nwattn_status nwattn_context_set_threads(nwattn_context *ctx, size_t threads) {
     if (threads == 0 || threads > NWATTN_MAX_THREADS)
         return nw_fail(ctx, NWATTN_ERR_BAD_PARAMETER, "threads is %zu, not in 1 .. %d", threads,
                        NWATTN_MAX_THREADS);
-    ctx->threads = threads;
+    if (threads != ctx->workers.threads)
+        nw_workers_stop(&ctx->workers); /* the next parallel call starts a team of the new size */
+    ctx->workers.threads = threads;
     return NWATTN_OK;
 }
 
-size_t nwattn_context_get_threads(const nwattn_context *ctx) { return ctx ? ctx->threads : 1; }
+size_t nwattn_context_get_threads(const nwattn_context *ctx) { return ctx ? ctx->workers.threads : 1; }
 
 size_t nwattn_context_workspace_bytes(const nwattn_context *ctx) {
     return ctx ? ctx->workspace_bytes : 0;

@@ -7,13 +7,14 @@
 
 #include "nwattn.h"
 #include "simd/simd.h"
+#include "threads.h"
 
 #define NW_ERRMSG_BYTES 256
 
 struct nwattn_context {
     nwattn_allocator allocator;
     nwattn_backend backend;
-    size_t threads; /* workers of the fused path, >= 1 */
+    nw_workers workers; /* thread count and the team kept between calls */
     const nw_simd *simd; /* vector kernels for this CPU, chosen at creation */
     void *workspace; /* grown on demand, kept across calls */
     size_t workspace_bytes;
@@ -91,7 +92,7 @@ struct nw_pool_args; /* pool.h */
 /* How a call may run: the context's vector kernels and worker count. */
 typedef struct nw_exec {
     const nw_simd *simd;
-    size_t threads;
+    nw_workers *workers;
 } nw_exec;
 
 /* One backend: every primitive the dispatch layer composes. Kernels get validated arguments
@@ -126,12 +127,12 @@ typedef struct nw_kernels {
      * rows×out y (pitch ldy): the projections of attention layers. */
     void (*linear)(size_t rows, size_t out, size_t in, const float *x, size_t ldx,
                    const float *w, const float *bias, float *y, size_t ldy);
-    /* The whole pooling of nw_pool_args (pool.h) with `threads` workers: bytes of scratch,
-     * then the run. `pool` writes outputs (o, weights, lse), `partial` writes states. */
+    /* The whole pooling of nw_pool_args (pool.h): bytes of scratch for `threads` workers, then
+     * the run on those workers. `pool` writes outputs (o, weights, lse), `partial` states. */
     size_t (*pool_workspace)(const struct nw_pool_args *args, size_t threads);
-    void (*pool)(const struct nw_pool_args *args, void *scratch, size_t threads);
+    void (*pool)(const struct nw_pool_args *args, void *scratch, nw_workers *workers);
     size_t (*partial_workspace)(const struct nw_pool_args *args, size_t threads);
-    void (*partial)(const struct nw_pool_args *args, void *scratch, size_t threads);
+    void (*partial)(const struct nw_pool_args *args, void *scratch, nw_workers *workers);
 } nw_kernels;
 
 extern const nw_kernels nw_reference_kernels;

@@ -99,13 +99,13 @@ nwattn_status nw_pool_run(nwattn_context *ctx, const nw_kernels *kernels,
     run.simd = ctx->simd; /* whoever built the arguments: the context's vector kernels */
     const nw_pool_args *a = &run;
     const int partial = a->state_max != NULL;
-    size_t bytes = partial ? kernels->partial_workspace(a, ctx->threads)
-                           : kernels->pool_workspace(a, ctx->threads);
+    size_t bytes = partial ? kernels->partial_workspace(a, ctx->workers.threads)
+                           : kernels->pool_workspace(a, ctx->workers.threads);
     void *ws;
     NW_TRY(nw_workspace(ctx, bytes, &ws));
     if (partial)
-        kernels->partial(a, ws, ctx->threads);
+        kernels->partial(a, ws, &ctx->workers);
     else
-        kernels->pool(a, ws, ctx->threads);
+        kernels->pool(a, ws, &ctx->workers);
     return NWATTN_OK;
 }

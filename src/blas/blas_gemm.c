@@ -177,11 +177,11 @@ static void bmm_unit(void *arg, size_t unit, size_t worker) {
 
 /* Items whose product OpenBLAS runs on the calling thread (m·n·k at most 2^18, see
  * NW_FUSED_TILE_MNK) are spread over the context's workers, a few at a time, when the whole
- * batch is worth starting threads for (2^22 multiply-adds: about 0.1 ms on one core, where
- * starting a thread costs some 0.03 ms); larger items run one after the other, each with the
- * BLAS's own threads. */
+ * batch is worth handing to them (2^18 multiply-adds: some 15 µs of dot products on one core,
+ * where waking a waiting team member costs a few µs); larger items run one after the other,
+ * each with the BLAS's own threads. */
 #define BMM_SMALL_MNK ((double)(1u << 18))
-#define BMM_PARALLEL_MIN_WORK ((double)(1u << 22))
+#define BMM_PARALLEL_MIN_WORK ((double)(1u << 18))
 #define BMM_UNITS_PER_WORKER 8
 
 void nw_blas_bmm(const nw_exec *exec, size_t batch, size_t m, size_t n, size_t k,
@@ -190,12 +190,13 @@ void nw_blas_bmm(const nw_exec *exec, size_t batch, size_t m, size_t n, size_t k
     bmm_job job = {exec->simd, m, n, k, batch, batch, a, b, c,
                    lda, stride_a, ldb, stride_b, ldc, stride_c};
     const double mnk = (double)m * (double)n * (double)k;
-    if (exec->threads > 1 && batch > 1 && mnk <= BMM_SMALL_MNK &&
+    const size_t threads = exec->workers->threads;
+    if (threads > 1 && batch > 1 && mnk <= BMM_SMALL_MNK &&
         mnk * (double)batch >= BMM_PARALLEL_MIN_WORK) {
-        size_t units = min_size(batch, exec->threads * BMM_UNITS_PER_WORKER);
+        size_t units = min_size(batch, threads * BMM_UNITS_PER_WORKER);
         job.per_unit = (batch + units - 1) / units;
         units = (batch + job.per_unit - 1) / job.per_unit;
-        nw_parallel_for(exec->threads, units, bmm_unit, &job);
+        nw_parallel_for(exec->workers, threads, units, bmm_unit, &job);
         return;
     }
     if (m == 1 && n == 1) {

@@ -84,7 +84,7 @@ static void run_item(void *arg, size_t item, size_t worker) {
     nw_fused_prepare_item(arg, item);
 }
 
-static void run(const nw_pool_args *a, void *scratch, size_t threads, int partial) {
+static void run(const nw_pool_args *a, void *scratch, nw_workers *team, int partial) {
     if (nw_pool_is_empty(a))
         return;
     nw_fused_plan plan;
@@ -101,23 +101,23 @@ static void run(const nw_pool_args *a, void *scratch, size_t threads, int partia
         nw_inverse_bandwidths(&a->score, a->d, plan.inv_h);
     }
     plan.scratch = (unsigned char *)scratch + plan.shared_bytes;
-    const size_t n_workers = workers(&plan, threads);
-    nw_parallel_for(n_workers, plan.items, run_item, &plan);
-    nw_parallel_for(n_workers, plan.items * plan.blocks, run_unit, &plan);
+    const size_t n_workers = workers(&plan, team->threads); /* as workspace() sized them */
+    nw_parallel_for(team, n_workers, plan.items, run_item, &plan);
+    nw_parallel_for(team, n_workers, plan.items * plan.blocks, run_unit, &plan);
 }
 
 size_t nw_fused_pool_workspace(const nw_pool_args *a, size_t threads) {
     return workspace(a, threads, 0);
 }
 
-void nw_fused_pool(const nw_pool_args *a, void *scratch, size_t threads) {
-    run(a, scratch, threads, 0);
+void nw_fused_pool(const nw_pool_args *a, void *scratch, nw_workers *team) {
+    run(a, scratch, team, 0);
 }
 
 size_t nw_fused_partial_workspace(const nw_pool_args *a, size_t threads) {
     return workspace(a, threads, 1);
 }
 
-void nw_fused_partial(const nw_pool_args *a, void *scratch, size_t threads) {
-    run(a, scratch, threads, 1);
+void nw_fused_partial(const nw_pool_args *a, void *scratch, nw_workers *team) {
+    run(a, scratch, team, 1);
 }

@@ -45,8 +45,8 @@ void nw_fused_prepare_item(const nw_fused_plan *plan, size_t item);
 void nw_fused_unit(const nw_fused_plan *plan, size_t unit, size_t worker);
 
 size_t nw_fused_pool_workspace(const nw_pool_args *args, size_t threads);
-void nw_fused_pool(const nw_pool_args *args, void *scratch, size_t threads);
+void nw_fused_pool(const nw_pool_args *args, void *scratch, nw_workers *workers);
 size_t nw_fused_partial_workspace(const nw_pool_args *args, size_t threads);
-void nw_fused_partial(const nw_pool_args *args, void *scratch, size_t threads);
+void nw_fused_partial(const nw_pool_args *args, void *scratch, nw_workers *workers);
 
 #endif /* NWATTN_FUSED_KERNELS_H */

@@ -29,7 +29,7 @@ nwattn_status nwattn_nw_cv(nwattn_context *ctx, const nwattn_regression *model, 
     int fast;
     NW_TRY(nw_select_fast(ctx, &fast));
 
-    const size_t threads = fast ? ctx->threads : 1;
+    const size_t threads = fast ? ctx->workers.threads : 1;
     size_t plan_bytes = nw_plan_bytes(&mod, fast, n, threads, nw_units(n)), bytes;
     if (plan_bytes == SIZE_MAX || !nw_add(plan_bytes, sizeof(double) - 1, &plan_bytes) ||
         !nw_add(plan_bytes / sizeof(double) * sizeof(double), 2 * d * sizeof(double), &bytes))
@@ -40,6 +40,7 @@ nwattn_status nwattn_nw_cv(nwattn_context *ctx, const nwattn_regression *model, 
     double *h = (double *)(void *)((char *)mem + plan_bytes), *grad = h + d;
     nw_plan plan;
     nw_plan_init(&plan, &mod, fast, n, x, ldx, y, ldy, threads, nw_units(n), mem);
+    plan.team = &ctx->workers;
     for (size_t g = 0; g < n_bw; g++) {
         for (size_t k = 0; k < d; k++)
             h[k] = (double)bandwidths[g * ldb + k];

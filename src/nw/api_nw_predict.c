@@ -143,7 +143,7 @@ nwattn_status nwattn_nw_predict(nwattn_context *ctx, const nwattn_regression *mo
 
     int fast;
     NW_TRY(nw_select_fast(ctx, &fast));
-    const size_t threads = fast ? ctx->threads : 1, units = nw_units(m);
+    const size_t threads = fast ? ctx->workers.threads : 1, units = nw_units(m);
     size_t bytes = nw_plan_bytes(&mod, fast, n, threads, units);
     if (bytes == SIZE_MAX)
         return nw_fail(ctx, NWATTN_ERR_OVERFLOW, "working memory for n = %zu overflows", n);
@@ -151,12 +151,13 @@ nwattn_status nwattn_nw_predict(nwattn_context *ctx, const nwattn_regression *mo
     NW_TRY(nw_workspace(ctx, bytes, &mem));
     nw_plan plan;
     nw_plan_init(&plan, &mod, fast, n, x, ldx, y, ldy, threads, units, mem);
+    plan.team = &ctx->workers;
     for (size_t k = 0; k < d; k++) {
         plan.inv_h[k] = 1.0 / (double)bandwidths[k];
         plan.inv_hf[k] = (float)plan.inv_h[k];
     }
     predict_job job = {&plan, m, xq, ldq, yq, ldyq, weights, ldw, row_flags};
-    nw_parallel_for(threads, units, predict_unit, &job);
+    nw_parallel_for(&ctx->workers, threads, units, predict_unit, &job);
     size_t flagged = 0;
     for (size_t u = 0; u < units; u++)
         flagged += (size_t)plan.partial[u * (3 + d)];

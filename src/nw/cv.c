@@ -142,7 +142,7 @@ size_t nw_cv_evaluate(nw_plan *plan, const double *h, double *cv, double *grad) 
     const size_t n = plan->n, d = model->d;
     cv_job job = {plan, grad != NULL && model->kernel != NWATTN_KERNEL_UNIFORM};
     nw_plan_bandwidths(plan, h);
-    nw_parallel_for(plan->threads, nw_units(n), cv_unit, &job);
+    nw_parallel_for(plan->team, plan->threads, nw_units(n), cv_unit, &job);
     double total = 0.0, flagged = 0.0, empty = 0.0;
     if (grad != NULL)
         for (size_t k = 0; k < d; k++)

@@ -148,6 +148,7 @@ typedef struct nw_plan {
     size_t ldx, ldy;
     nw_train train;     /* fast path */
     nw_worker *workers; /* threads of them */
+    nw_workers *team;   /* the context's threads the rows run on; NULL: the calling thread */
     double *inv_h;      /* d: the current bandwidths' inverses */
     float *inv_hf;      /* the same in float */
     double *partial;    /* units × (3 + d): per-unit results */

@@ -358,7 +358,7 @@ nwattn_status nwattn_nw_select_bandwidth(nwattn_context *ctx, const nwattn_regre
 
     /* Working memory: the plan; then doubles: 3 grid arrays, start, h, grad, best_h, 11 BFGS
      * vectors of d and the d×d inverse Hessian; then 2n floats for the rule of thumb. */
-    const size_t threads = fast ? ctx->threads : 1;
+    const size_t threads = fast ? ctx->workers.threads : 1;
     size_t plan_bytes = nw_plan_bytes(&mod, fast, n, threads, nw_units(n)), doubles, bytes, dd,
            floats;
     if (plan_bytes == SIZE_MAX || !nw_add(plan_bytes, sizeof(double) - 1, &plan_bytes) ||
@@ -385,6 +385,7 @@ nwattn_status nwattn_nw_select_bandwidth(nwattn_context *ctx, const nwattn_regre
 
     nw_plan plan;
     nw_plan_init(&plan, &mod, fast, n, x, ldx, y, ldy, threads, nw_units(n), mem);
+    plan.team = &ctx->workers;
     search s = {&plan, d, start, h, grad, 0, opt.max_evaluations, INFINITY, best_h, 0};
 
     /* The grid, its lower end raised to the smallest admissible scale of a compact kernel. */

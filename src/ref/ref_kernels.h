@@ -26,6 +26,6 @@ void nw_ref_bmm(const nw_exec *exec, size_t batch, size_t m, size_t n, size_t k,
 /* Partial states (see nw_pool_args) straight from the definition: per row the largest masked
  * score, the sum of exp(s - max) and the sum of exp(s - max)·v, all in double. */
 size_t nw_ref_partial_workspace(const struct nw_pool_args *args, size_t threads);
-void nw_ref_partial(const struct nw_pool_args *args, void *scratch, size_t threads);
+void nw_ref_partial(const struct nw_pool_args *args, void *scratch, nw_workers *workers);
 
 #endif /* NWATTN_REF_KERNELS_H */

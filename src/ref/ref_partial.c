@@ -75,8 +75,8 @@ static void partial_row(const nw_pool_args *a, size_t b, size_t h, size_t i, dou
         out[c] = (float)acc[c];
 }
 
-void nw_ref_partial(const nw_pool_args *a, void *scratch, size_t threads) {
-    (void)threads;
+void nw_ref_partial(const nw_pool_args *a, void *scratch, nw_workers *workers) {
+    (void)workers;
     double *values = scratch;
     double *acc = values != NULL ? values + a->n : NULL; /* no scratch when n + dv == 0 */
     for (size_t b = 0; b < a->batch; b++)

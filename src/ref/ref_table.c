@@ -7,8 +7,8 @@ static size_t pool_workspace(const nw_pool_args *args, size_t threads) {
     return nw_pool_unfused_workspace(&nw_reference_kernels, args);
 }
 
-static void pool(const nw_pool_args *args, void *scratch, size_t threads) {
-    (void)threads;
+static void pool(const nw_pool_args *args, void *scratch, nw_workers *workers) {
+    (void)workers;
     nw_pool_unfused(&nw_reference_kernels, args, scratch);
 }
 
