@@ -24,10 +24,12 @@ typedef struct bench_stats {
     double median, min, max; /* seconds */
 } bench_stats;
 
-/* Calls fn(arg) once to warm up, then `reps` more times (fewer if a run is long, see
- * nwbench.c), and summarises the timed runs. fn returns 0 on success. Returns 0, or -1 if a
- * call failed. A warm-up longer than `long_run` seconds is kept as the only sample. */
-int bench_time(int (*fn)(void *arg), void *arg, int reps, double long_run, bench_stats *out);
+/* With `settle`, pauses 0.25 s (other thread pools go idle); warms up (calls for 20 ms, at
+ * least one), then calls fn(arg) `reps` more times (fewer if a run is long, see nwbench.c),
+ * and summarises the timed runs. fn returns 0 on success. Returns 0, or -1 if a call failed.
+ * A first call longer than `long_run` seconds is kept as the only sample. */
+int bench_time(int (*fn)(void *arg), void *arg, int reps, double long_run, int settle,
+               bench_stats *out);
 
 /* ---- Naive loops (bench_naive.c): plain C, expf, two passes, one thread ------------------- */
 /* Gaussian Nadaraya-Watson with bandwidth h: q m×d, k n×d, v n (one value per key). */

@@ -44,12 +44,30 @@ static int compare_doubles(const void *a, const void *b) {
 
 #define MAX_REPS 64
 
-int bench_time(int (*fn)(void *arg), void *arg, int reps, double long_run, bench_stats *out) {
+/* Before each measurement: long enough for the thread pools of the previous one to go to sleep
+ * (OpenBLAS's workers spin for between 0.05 and 0.2 s after their last call, measured here;
+ * while they do, another pool's threads get half a core: d2l's bmm on two context threads
+ * measured 0.095 ms instead of 0.051). */
+#define SETTLE_S 0.25
+/* Warm-up: calls until this much time has passed (at least one). The first calls after a pause
+ * run several times slower (0.4 ms instead of 0.09 for d2l's bmm on one thread, for the
+ * first 3 to 5 calls), so one warm-up call is not enough for short workloads. */
+#define WARMUP_S 0.02
+
+int bench_time(int (*fn)(void *arg), void *arg, int reps, double long_run, int settle,
+               bench_stats *out) {
     double times[MAX_REPS];
+    const struct timespec pause = {0, (long)(SETTLE_S * 1e9)};
+    if (settle)
+        nanosleep(&pause, NULL);
     double t0 = bench_now();
     if (fn(arg) != 0)
         return -1;
     double warm = bench_now() - t0;
+    if (warm <= long_run)
+        for (double start = t0; bench_now() - start < WARMUP_S;)
+            if (fn(arg) != 0)
+                return -1;
     int runs = 0;
     if (warm > long_run) { /* too long to repeat: the warm-up is the sample */
         times[runs++] = warm;

@@ -18,8 +18,9 @@
  * products alone, nothing else: the speed limit of an unfused computation on this BLAS), and
  * for bmm `sgemm-loop` (one cblas_sgemm per item), `openmp` (an OpenMP loop over the items of
  * single-threaded sgemm), `sgemv-pass` (for the dot products: one cblas_sgemv over the same
- * bytes, A and B read as one matrix: the cost of the work at BLAS level 2) and `nwattn`. Each is warmed up once, then timed `reps` times (fewer
- * if runs are long); the median, min and max are reported with the rate (kernel evaluations
+ * bytes, A and B read as one matrix: the cost of the work at BLAS level 2) and `nwattn`. Each
+ * starts 0.25 s after the previous one (so that its thread pools have gone idle), is warmed
+ * up for 20 ms (at least one call), then timed `reps` times (fewer if runs are long); the median, min and max are reported with the rate (kernel evaluations
  * or GFLOP/s), the ratio to the naive loop (whose time is that of one thread) and the ratio
  * of its rate to the ceiling's at the same thread count.
  *
@@ -157,7 +158,7 @@ static int failed(nwattn_context *ctx, nwattn_status st, const char *what) {
  * (count floats) give the max_diff column when check is not NULL. */
 static int measure(const options *o, result *r, int (*fn)(void *), void *arg, const float *out,
                    const float *check, size_t count) {
-    if (bench_time(fn, arg, o->reps, o->long_run, &r->st) != 0)
+    if (bench_time(fn, arg, o->reps, o->long_run, !o->quick, &r->st) != 0)
         return -1;
     r->max_diff = check ? max_abs_diff(out, check, count) : NAN;
     report(r);
@@ -734,7 +735,7 @@ static int bandwidth(const options *o) {
                             .impl = b == 0 ? "reference" : "nwattn", .max_diff = NAN};
                 snprintf(r.label, sizeof r.label, "n=%zu d=1 gaussian lc", n);
                 bench_stats st;
-                int rc = bench_time(run_select, &c, o->reps, o->long_run, &st);
+                int rc = bench_time(run_select, &c, o->reps, o->long_run, !o->quick, &st);
                 nwattn_context_destroy(c.ctx);
                 if (rc != 0)
                     return -1;
