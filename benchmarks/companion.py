@@ -41,14 +41,20 @@ def uniform(seed, count, lo, hi):
     return (lo + (hi - lo) * unit).astype(np.float32)
 
 
-def timed(fn, reps, long_run):
-    """Warm-up, then up to reps runs (fewer when long); (runs, median, min, max)."""
+def timed(fn, reps, long_run, settle=True):
+    """nwbench's protocol (bench_time): a 0.25 s pause so that the previous implementation's
+    threads go idle, warm-up calls for 20 ms (at least one), then up to reps runs (fewer when
+    long); (runs, median, min, max)."""
+    if settle:
+        time.sleep(0.25)
     t0 = time.perf_counter()
     fn()
     warm = time.perf_counter() - t0
     if warm > long_run:
         times = [warm]
     else:
+        while time.perf_counter() - t0 < 0.02:
+            fn()
         budget = int(4 * long_run / warm) if warm > 0 else reps
         times = []
         for _ in range(max(1, min(reps, budget))):
@@ -90,7 +96,7 @@ def child(threads, reps, long_run, quick, out_path):
     sz = sizes(quick)
 
     def add(workload, params, impl, work, unit, fn):
-        runs, med, lo, hi = timed(fn, reps, long_run)
+        runs, med, lo, hi = timed(fn, reps, long_run, settle=not quick)
         row = {"workload": workload, **params, "impl": impl, "threads": threads, "runs": runs,
                "median_s": med, "min_s": lo, "max_s": hi, "rate": work / med / 1e9,
                "rate_unit": unit}

@@ -198,11 +198,11 @@ NWATTN_API nwattn_backend nwattn_context_get_backend(const nwattn_context *ctx);
  * batch item, head, block of query rows) and runs them on the calling thread and on threads - 1
  * pthreads that belong to the context: the first call that needs them starts them, and they
  * stay, waiting for the next call, until nwattn_context_destroy or a change of the count (which
- * joins them). Between calls they spin for 0.1 ms and then sleep, using no CPU. They are named
- * nwattn-w1, nwattn-w2, ..., block every signal, and are never shared between contexts. In a
- * child forked from a process whose context had them, that context starts new ones. If a thread
- * cannot be started, the others (or the calling thread alone) do its units: calls never fail
- * for it. Every unit runs its tile products as separate BLAS calls on its own worker, and the
+ * joins them). Between calls they spin for 1 ms (yielding to other runnable threads) and then
+ * sleep, using no CPU. They are named nwattn-w1, nwattn-w2, ..., block every signal, and are
+ * never shared between contexts. In a child forked from a process whose context had them, that
+ * context starts new ones. If a thread cannot be started, the others (or the calling thread
+ * alone) do its units: calls never fail for it. Every unit runs its tile products as separate BLAS calls on its own worker, and the
  * tiles are sized (m·n·k <= 2^18) so that OpenBLAS computes them on that worker without waking
  * its own thread pool: the two pools never compete for the cores. The library never calls
  * openblas_set_num_threads or changes any other process-wide setting. The unfused BLAS path and

@@ -12,11 +12,13 @@
  * entered: a member the OS has not scheduled yet costs nothing (on a busy machine the caller
  * simply does all units), and a member that arrives late sees CLOSED and never touches the
  * job, which lives on the caller's stack. Waiting on either side spins for TEAM_SPIN_NS (the
- * next call of a loop arrives well within that) and then sleeps on a condition variable, so an
- * idle team costs no CPU. */
+ * next call of a loop arrives well within that, even when this member finished its last unit
+ * well before the caller: with 0.1 ms it often fell asleep, and waking a thread costs tens of
+ * µs here) and then sleeps on a condition variable, so an idle team costs no CPU. */
 #define _GNU_SOURCE /* pthread_setname_np */
 #include <stdio.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -27,7 +29,7 @@
 #include "internal.h"
 #include "threads.h"
 
-#define TEAM_SPIN_NS 100000 /* 0.1 ms of spinning before a waiter sleeps */
+#define TEAM_SPIN_NS 1000000 /* 1 ms of spinning before a waiter sleeps */
 #define WORD_CLOSED ((uint64_t)1 << 31)
 #define WORD_ENTERED ((uint64_t)WORD_CLOSED - 1)
 #define WORD_GENERATION(w) ((w) >> 32)
@@ -73,6 +75,7 @@ static int spin_until(int (*ready)(nw_team *, uint64_t), nw_team *t, uint64_t x)
                 start = now;
             else if (now - start > TEAM_SPIN_NS)
                 return 0;
+            sched_yield(); /* a thread waiting for this core (another pool's) goes first */
         }
     }
 }

@@ -24,6 +24,8 @@ nwattn_status nw_check_model(nwattn_context *ctx, const nwattn_regression *model
         return nw_fail(ctx, NWATTN_ERR_BAD_ENUM, "unknown empty-row policy %d", (int)model->empty);
     if (d == 0)
         return nw_fail(ctx, NWATTN_ERR_BAD_DIMENSION, "d is 0: regression needs inputs");
+    if (d > SIZE_MAX / 64 || dv > SIZE_MAX / 64) /* so that d + 1 and 4·p below cannot wrap */
+        return nw_fail(ctx, NWATTN_ERR_OVERFLOW, "d = %zu and dv = %zu are too large", d, dv);
     out->kernel = model->kernel;
     out->degree = model->degree;
     out->empty = model->empty;
