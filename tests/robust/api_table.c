@@ -494,6 +494,15 @@ static void wmodel_target_shape(const at_case *c, size_t *items, size_t *rows, s
     *cols = wmodel_wants_target(c) ? c->dim[WE_DV] : 0;
 }
 
+/* loss and grad are passed only with a target buffer (see invoke_wmodel_evaluate): without
+ * one they are empty, so that no class treats them as outputs the call receives (an aliasing
+ * class once paired grad with loss, which the shim had replaced by NULL). */
+static void wmodel_scalar_shape(const at_case *c, size_t *items, size_t *rows, size_t *cols) {
+    *items = 1;
+    *rows = 1;
+    *cols = (c->cfg.absent >> WE_T & 1u) ? 0 : 1;
+}
+
 /* ---- nwattn_wmodel_train -------------------------------------------------------------------- */
 enum { WT_N, WT_D, WT_DV, WT_EPOCHS };
 enum { WT_X, WT_Y, WT_WP, WT_LOSSES };
@@ -913,8 +922,10 @@ const at_fn at_functions[] = {
                  AT_HAS_LD, NULL},
                 {"weights", AT_OUT_OPT, AT_F32, AT_FILL_DATA, ONE, EXT(WE_M), EXT(WE_N),
                  AT_HAS_LD, NULL},
-                {"loss", AT_OUT_OPT, AT_F64, AT_FILL_DATA, ONE, ONE, ONE, 0, NULL},
-                {"grad", AT_OUT_OPT, AT_F64, AT_FILL_DATA, ONE, ONE, ONE, 0, NULL}},
+                {"loss", AT_OUT_OPT, AT_F64, AT_FILL_DATA, ONE, ONE, ONE, 0,
+                 wmodel_scalar_shape},
+                {"grad", AT_OUT_OPT, AT_F64, AT_FILL_DATA, ONE, ONE, ONE, 0,
+                 wmodel_scalar_shape}},
         NO_SCORE,
         .mask_m_dim = WE_M,
         .mask_n_dim = WE_N,
