@@ -7,6 +7,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include <nwattn.h>
+
 /* ---- Data -------------------------------------------------------------------------------- */
 /* Element i of stream `seed`: splitmix64(seed · 2^32 + i) >> 40, times 2^-24, mapped onto
  * [lo, hi) in double and rounded once to float. benchmarks/companion.py computes the same. */
@@ -18,6 +20,9 @@ float *bench_zeros(size_t count);
 
 /* ---- Timing ------------------------------------------------------------------------------ */
 double bench_now(void);
+
+/* A context with this backend and thread count, or NULL. */
+nwattn_context *bench_context(nwattn_backend backend, size_t threads);
 
 typedef struct bench_stats {
     int runs;

@@ -37,6 +37,18 @@ double bench_now(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+nwattn_context *bench_context(nwattn_backend backend, size_t threads) {
+    nwattn_context *ctx = NULL;
+    if (nwattn_context_create(&ctx) != NWATTN_OK)
+        return NULL;
+    if (nwattn_context_set_backend(ctx, backend) != NWATTN_OK ||
+        nwattn_context_set_threads(ctx, threads) != NWATTN_OK) {
+        nwattn_context_destroy(ctx);
+        return NULL;
+    }
+    return ctx;
+}
+
 static int compare_doubles(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);

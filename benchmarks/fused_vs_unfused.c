@@ -16,21 +16,16 @@
  * The BLAS's own threads are whatever OPENBLAS_NUM_THREADS says; the program never changes
  * them. `threads` is the context's worker count (nwattn_context_set_threads).
  */
-#define _POSIX_C_SOURCE 200809L /* clock_gettime */
+#define _POSIX_C_SOURCE 200809L
 #include <nwattn.h>
+
+#include "bench.h"
 
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static float *random_floats(size_t count, uint64_t seed) {
     float *x = malloc(count * sizeof(float));
@@ -64,11 +59,11 @@ static void release(problem *p) { free(p->q), free(p->k), free(p->v), free(p->o)
 /* One nwattn_pool call; returns seconds, or -1 on error (printed). */
 static double run(nwattn_context *ctx, const problem *p) {
     nwattn_score dot = {NWATTN_SCORE_DOT, (float)(1.0 / sqrt((double)p->d)), 0.0f, NULL};
-    double t0 = now();
+    double t0 = bench_now();
     nwattn_status st = nwattn_pool(ctx, &dot, &p->mask, 1, p->m, p->n, p->d, p->dv, p->q, p->d,
                                    0, p->k, p->d, 0, p->v, p->dv, 0, p->o, p->dv, 0, p->w, p->n,
                                    0, NULL, 0);
-    double t = now() - t0;
+    double t = bench_now() - t0;
     if (st != NWATTN_OK) {
         fprintf(stderr, "nwattn_pool: %s: %s\n", nwattn_status_name(st),
                 nwattn_context_last_error(ctx));
@@ -93,21 +88,9 @@ static double median_time(nwattn_context *ctx, const problem *p, int reps) {
     return times[reps / 2];
 }
 
-static nwattn_context *context(nwattn_backend backend, size_t threads) {
-    nwattn_context *ctx;
-    if (nwattn_context_create(&ctx) != NWATTN_OK)
-        return NULL;
-    if (nwattn_context_set_backend(ctx, backend) != NWATTN_OK ||
-        nwattn_context_set_threads(ctx, threads) != NWATTN_OK) {
-        nwattn_context_destroy(ctx);
-        return NULL;
-    }
-    return ctx;
-}
-
 static int crossover(size_t threads, int reps, size_t d, size_t m_fixed) {
-    nwattn_context *blas = context(NWATTN_BACKEND_BLAS, threads);
-    nwattn_context *fused = context(NWATTN_BACKEND_FUSED, threads);
+    nwattn_context *blas = bench_context(NWATTN_BACKEND_BLAS, threads);
+    nwattn_context *fused = bench_context(NWATTN_BACKEND_FUSED, threads);
     if (!blas || !fused)
         return 1;
     printf("# d = dv = %zu, scaled dot, no mask, context threads %zu, OPENBLAS_NUM_THREADS=%s\n",
@@ -149,7 +132,7 @@ static int single(int argc, char **argv) {
     size_t threads = argc > 7 ? strtoull(argv[7], NULL, 10) : 1;
     int causal = argc > 8 && strcmp(argv[8], "causal") == 0;
     int weights = argc > 8 && strcmp(argv[8], "weights") == 0;
-    nwattn_context *ctx = context((nwattn_backend)backend, threads);
+    nwattn_context *ctx = bench_context((nwattn_backend)backend, threads);
     problem p;
     if (!ctx || !make(&p, m, n, d, dv))
         return 1;

@@ -135,18 +135,6 @@ static double max_abs_diff(const float *a, const float *b, size_t count) {
     return worst;
 }
 
-static nwattn_context *context(nwattn_backend backend, size_t threads) {
-    nwattn_context *ctx = NULL;
-    if (nwattn_context_create(&ctx) != NWATTN_OK)
-        return NULL;
-    if (nwattn_context_set_backend(ctx, backend) != NWATTN_OK ||
-        nwattn_context_set_threads(ctx, threads) != NWATTN_OK) {
-        nwattn_context_destroy(ctx);
-        return NULL;
-    }
-    return ctx;
-}
-
 static int failed(nwattn_context *ctx, nwattn_status st, const char *what) {
     if (st == NWATTN_OK)
         return 0;
@@ -284,7 +272,7 @@ static int pool_workload(const options *o, const char *workload, pool_case *c, c
             if (backends[b] == NWATTN_BACKEND_REFERENCE &&
                 (threads != 1 || pairs * (double)c->d > limits.reference))
                 continue; /* one thread only: the reference runs on the calling thread */
-            c->ctx = context(backends[b], threads);
+            c->ctx = bench_context(backends[b], threads);
             if (c->ctx == NULL)
                 return -1;
             openblas_set_num_threads(backends[b] == NWATTN_BACKEND_FUSED ? 1 : (int)threads);
@@ -386,7 +374,7 @@ static int sdpa(const options *o) {
 static int memory_probe_child(size_t n, size_t d, size_t threads) {
     float *q = bench_data(10, n * d, -1.0, 1.0), *k = bench_data(11, n * d, -1.0, 1.0);
     float *v = bench_data(12, n * d, -1.0, 1.0), *out = bench_zeros(n * d);
-    nwattn_context *ctx = context(NWATTN_BACKEND_FUSED, threads);
+    nwattn_context *ctx = bench_context(NWATTN_BACKEND_FUSED, threads);
     if (!q || !k || !v || !out || !ctx)
         return 1;
     openblas_set_num_threads((int)threads);
@@ -548,7 +536,7 @@ static int bmm_shape(const options *o, const char *label, const char *params, si
 #endif
             r.ceiling_rate = ceiling_rate;
         }
-        x.ctx = context(NWATTN_BACKEND_AUTO, x.threads);
+        x.ctx = bench_context(NWATTN_BACKEND_AUTO, x.threads);
         if (x.ctx == NULL)
             return -1;
         openblas_set_num_threads(1);
@@ -671,7 +659,7 @@ static int mha(const options *o) {
         for (int b = 0; b < 3; b++) {
             if (b == 2 && threads == 1)
                 continue; /* the same as `fused` */
-            c.ctx = context(backends[b], threads);
+            c.ctx = bench_context(backends[b], threads);
             if (c.ctx == NULL)
                 return -1;
             openblas_set_num_threads(b == 1 ? 1 : (int)threads);
@@ -727,7 +715,7 @@ static int bandwidth(const options *o) {
                 /* The reference evaluates every weight in double: n = 1000, one thread only. */
                 if (b == 0 && (threads != 1 || n > 1000))
                     continue;
-                c.ctx = context(backends[b], threads);
+                c.ctx = bench_context(backends[b], threads);
                 if (c.ctx == NULL)
                     return -1;
                 openblas_set_num_threads(1);
