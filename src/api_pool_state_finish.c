@@ -1,7 +1,6 @@
 /* nwattn_pool_state_finish: O = acc / sum and lse = max + log(sum), row by row. */
-#include <math.h>
-
 #include "checks.h"
+#include "core/row_state.h"
 
 nwattn_status nwattn_pool_state_finish(nwattn_context *ctx, size_t batch, size_t m, size_t dv,
                                        const nwattn_pool_state *state, float *o, size_t ldo,
@@ -27,13 +26,12 @@ nwattn_status nwattn_pool_state_finish(nwattn_context *ctx, size_t batch, size_t
             const size_t at = b * state->stride_stats + i;
             const float *acc = state->acc + b * state->stride_acc + i * state->ld_acc;
             float *out = o + b * stride_o + i * ldo;
-            const double sum = (double)state->sum[at];
-            const double inv = sum == 0.0 ? 0.0 : 1.0 / sum;
+            const nw_row row = nw_row_load(state->max[at], state->sum[at]);
+            const double inv = nw_row_inverse(&row);
             for (size_t c = 0; c < dv; c++)
-                out[c] = sum == 0.0 ? 0.0f : (float)((double)acc[c] * inv);
+                out[c] = row.sum == 0.0 ? 0.0f : (float)((double)acc[c] * inv);
             if (lse != NULL)
-                lse[b * stride_lse + i] =
-                    sum == 0.0 ? -INFINITY : (float)((double)state->max[at] + log(sum));
+                lse[b * stride_lse + i] = (float)nw_row_lse(&row);
         }
     return NWATTN_OK;
 }

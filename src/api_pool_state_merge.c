@@ -1,35 +1,27 @@
 /* nwattn_pool_state_merge: the associative merge of two partial states, in double. */
-#include <math.h>
-
 #include "checks.h"
+#include "core/row_state.h"
 
 static const char *const into_names[4] = {"into.acc", "into.max", "into.sum", "into"};
 static const char *const from_names[4] = {"from.acc", "from.max", "from.sum", "from"};
 
-/* Row i of item b: into = into merged with from. */
+/* Row i of item b: into = into merged with from (core/row_state.h). */
 static void merge_row(const nwattn_pool_state *into, const nwattn_pool_state *from, size_t b,
                       size_t i, size_t dv) {
     const size_t at = b * into->stride_stats + i, from_at = b * from->stride_stats + i;
     float *acc = into->acc + b * into->stride_acc + i * into->ld_acc;
     const float *from_acc = from->acc + b * from->stride_acc + i * from->ld_acc;
-    const double sum2 = (double)from->sum[from_at];
-    if (sum2 == 0.0) /* from is empty */
+    nw_row row = nw_row_load(into->max[at], into->sum[at]);
+    const nw_row other = nw_row_load(from->max[from_at], from->sum[from_at]);
+    double a_into, a_from;
+    nw_row_merge(&row, &other, &a_into, &a_from);
+    if (a_from == 0.0) /* from is empty, or weighs nothing beside into's limit */
         return;
-    const double sum1 = (double)into->sum[at];
-    const double m1 = (double)into->max[at], m2 = (double)from->max[from_at];
-    if (sum1 == 0.0) { /* into is empty: take from */
-        into->max[at] = (float)m2;
-        into->sum[at] = (float)sum2;
-        for (size_t c = 0; c < dv; c++)
-            acc[c] = from_acc[c];
-        return;
-    }
-    const double m = m1 > m2 ? m1 : m2;
-    const double a1 = m1 == m ? 1.0 : exp(m1 - m), a2 = m2 == m ? 1.0 : exp(m2 - m);
-    into->max[at] = (float)m;
-    into->sum[at] = (float)(a1 * sum1 + a2 * sum2);
-    for (size_t c = 0; c < dv; c++)
-        acc[c] = (float)(a1 * (double)acc[c] + a2 * (double)from_acc[c]);
+    into->max[at] = (float)row.max;
+    into->sum[at] = (float)row.sum;
+    for (size_t c = 0; c < dv; c++) /* an empty into contributes nothing */
+        acc[c] = (float)((a_into == 0.0 ? 0.0 : a_into * (double)acc[c]) +
+                         a_from * (double)from_acc[c]);
 }
 
 nwattn_status nwattn_pool_state_merge(nwattn_context *ctx, size_t batch, size_t m, size_t dv,

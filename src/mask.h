@@ -1,5 +1,5 @@
-/* Per-row mask evaluation shared by the reference and BLAS softmax kernels, so that both
- * backends agree exactly on which keys are masked. */
+/* Per-row mask evaluation shared by every path, so that all backends agree exactly on which keys
+ * are masked and what value a live key brings to its row (row_state.h takes it from there). */
 #ifndef NWATTN_MASK_H
 #define NWATTN_MASK_H
 
@@ -70,12 +70,11 @@ static inline int nw_mask_row_drops(const nw_mask_row *row, size_t j) {
     return j == row->excluded || (row->keep != NULL && row->keep[j] == 0);
 }
 
-/* ---- One row's softmax ----------------------------------------------------------------- */
 /* The value key j brings to the row's softmax, in double: -INFINITY when the key is masked (by
  * position, the keep bytes, an additive -inf or a score of -inf: a masked key's other inputs
- * are never looked at), else scale·s + additive, which may be +inf or NaN. */
-static inline double nw_row_value(const nw_mask_row *rm, double scale, const float *srow,
-                                  size_t j) {
+ * are never looked at), else scale·s + additive, which may be +inf or NaN (row_state.h). */
+static inline double nw_mask_value(const nw_mask_row *rm, double scale, const float *srow,
+                                   size_t j) {
     if (j >= rm->limit || nw_mask_row_drops(rm, j))
         return -INFINITY;
     const double add = rm->additive != NULL ? (double)rm->additive[j] : 0.0;
@@ -85,61 +84,14 @@ static inline double nw_row_value(const nw_mask_row *rm, double scale, const flo
     return scale * s + add;
 }
 
-/* What a row holds: live (unmasked) keys, how many are +inf, whether one is NaN, and the
- * largest finite value. */
-typedef struct nw_row_scan {
-    size_t live, pos_inf;
-    int nan;
-    double max;
-} nw_row_scan;
-
-static inline nw_row_scan nw_row_scan_of(const nw_mask_row *rm, double scale,
-                                         const float *srow) {
-    nw_row_scan rs = {0, 0, 0, -INFINITY};
-    for (size_t j = 0; j < rm->limit; j++) {
-        const double v = nw_row_value(rm, scale, srow, j);
-        if (v == -INFINITY)
-            continue;
-        rs.live++;
-        if (isnan(v))
-            rs.nan = 1;
-        else if (v == INFINITY)
-            rs.pos_inf++;
-        else if (v > rs.max)
-            rs.max = v;
-    }
-    return rs;
-}
-
-/* Writes the rows whose weights need no exponentials and returns 1; returns 0 for an ordinary
- * row (some live key, all live values finite). The rules (documented in nwattn.h):
- *   no live key         -> all weights 0, lse -inf;
- *   a live NaN          -> live weights NaN, masked weights 0, lse NaN;
- *   c live +inf values  -> weight 1/c on each of them, 0 elsewhere, lse +inf (the limit).
- * w may be s itself: each w[j] is written after s[j] was read. */
-static inline int nw_softmax_special_row(const nw_mask_row *rm, const nw_row_scan *rs,
-                                         double scale, size_t n, const float *srow,
-                                         float *wrow, float *lse) {
-    float lse_value;
-    if (rs->live == 0) {
-        for (size_t j = 0; j < n; j++)
-            wrow[j] = 0.0f;
-        lse_value = -INFINITY;
-    } else if (rs->nan) {
-        for (size_t j = 0; j < n; j++)
-            wrow[j] = nw_row_value(rm, scale, srow, j) == -INFINITY ? 0.0f : NAN;
-        lse_value = NAN;
-    } else if (rs->pos_inf > 0) {
-        const float share = (float)(1.0 / (double)rs->pos_inf);
-        for (size_t j = 0; j < n; j++)
-            wrow[j] = nw_row_value(rm, scale, srow, j) == INFINITY ? share : 0.0f;
-        lse_value = INFINITY;
-    } else {
-        return 0;
-    }
-    if (lse != NULL)
-        *lse = lse_value;
-    return 1;
+/* The same for a score already in double (the reference path). */
+static inline double nw_mask_value_d(const nw_mask_row *rm, double s, size_t j) {
+    if (j >= rm->limit || nw_mask_row_drops(rm, j))
+        return -INFINITY;
+    const double add = rm->additive != NULL ? (double)rm->additive[j] : 0.0;
+    if (add == -INFINITY || s == -INFINITY)
+        return -INFINITY;
+    return s + add;
 }
 
 #endif /* NWATTN_MASK_H */

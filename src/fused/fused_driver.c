@@ -1,5 +1,6 @@
 /* The fused driver: tile sizes, working memory, and the units spread over the workers. */
 #include "blas/blas_distance.h"
+#include "core/row_state.h"
 #include "fused_kernels.h"
 #include "threads.h"
 
@@ -43,8 +44,7 @@ void nw_fused_plan_init(nw_fused_plan *plan, const nw_pool_args *a, int partial)
              add_piece(&total, tile, sizeof(float)) &&       /* scores, then P */
              add_piece(&total, tile, sizeof(double)) &&      /* scores in double (exact mode) */
              add_piece(&total, bm, sizeof(nw_mask_row)) &&   /* mask rows */
-             add_piece(&total, bm, sizeof(double)) &&        /* running max */
-             add_piece(&total, bm, sizeof(double));          /* running sum */
+             add_piece(&total, bm, sizeof(nw_row));          /* row states */
     if (ok && a->score.kind != NW_SCORE_ZERO) /* rescaled rows */
         ok = add_piece(&total, qrows, sizeof(float)) && add_piece(&total, bm, sizeof(float)) &&
              add_piece(&total, krows, sizeof(float)) && add_piece(&total, bn, sizeof(float));

@@ -17,6 +17,7 @@
 
 #include "blas/blas_distance.h"
 #include "blas/blas_kernels.h"
+#include "core/row_state.h"
 #include "fused_kernels.h"
 #include "ref/ref_kernels.h"
 
@@ -31,7 +32,7 @@ typedef struct unit {
     float *s;               /* rows × bn scores, then exponentials */
     double *sd;             /* rows × bn scores in double (exact mode) */
     nw_mask_row *mask_rows; /* one per row */
-    double *max, *sum;
+    nw_row *row;            /* one softmax row state per query row */
     float *qp, *qnorm, *kp, *knorm; /* rescaled rows (distance scores, rescaled dot) */
     const nw_fused_item *item;      /* the item's key statistics */
     const double *centre, *inv_h;   /* distance scores only: the item's mean key, 1/h */
@@ -72,8 +73,7 @@ static void unit_init(unit *u, const nw_fused_plan *plan, size_t index, size_t w
     u->s = (float *)(void *)take(&cursor, bm * bn, sizeof(float));
     u->sd = (double *)(void *)take(&cursor, bm * bn, sizeof(double));
     u->mask_rows = (nw_mask_row *)(void *)take(&cursor, bm, sizeof(nw_mask_row));
-    u->max = (double *)(void *)take(&cursor, bm, sizeof(double));
-    u->sum = (double *)(void *)take(&cursor, bm, sizeof(double));
+    u->row = (nw_row *)(void *)take(&cursor, bm, sizeof(nw_row));
     if (a->score.kind != NW_SCORE_ZERO) {
         u->qp = (float *)(void *)take(&cursor, bm * d, sizeof(float));
         u->qnorm = (float *)(void *)take(&cursor, bm, sizeof(float));
@@ -202,7 +202,7 @@ static void score_tile(const unit *u, size_t j0, size_t cols, float *s, size_t l
  * row not in the +inf limit. */
 static int fast_row(const unit *u, size_t r) {
     return !u->exact && u->scale == 1.0 && u->mask_rows[r].additive == NULL &&
-           u->max[r] != INFINITY;
+           u->row[r].max != INFINITY;
 }
 
 /* Sets the masked scores of keys j0 .. j0+cols-1 to -INFINITY and returns the maximum
@@ -224,33 +224,8 @@ static float mask_row(const nw_simd *simd, const nw_mask_row *row, size_t j0, si
     return max;
 }
 
-/* One row's online-softmax step for a tile (finite or -inf tile maximum): s becomes
- * exp(s - M'), L and M are updated, and the factor the row's accumulator must be multiplied by
- * is returned. Masked keys hold -INFINITY, whose exponential is exactly 0. The exponentials
- * come from the context's vector kernels (simd.h), their tile sum in float lanes (at most 256
- * terms each tile), then into L in double. */
-static float update_row(const nw_simd *simd, float *s, size_t cols, float tile_max, double *max,
-                        double *sum) {
-    const float old = (float)*max; /* a float value or -inf on this path */
-    const float new_max = tile_max > old ? tile_max : old;
-    if (new_max == -INFINITY) { /* nothing live yet: masked keys give 0, NaN stays NaN */
-        double tile_sum = 0.0;
-        for (size_t j = 0; j < cols; j++) {
-            s[j] = s[j] == -INFINITY ? 0.0f : s[j];
-            tile_sum += (double)s[j];
-        }
-        *sum += tile_sum;
-        return 1.0f;
-    }
-    const double tile_sum = (double)simd->exp_sumf(s, cols, new_max);
-    const float alpha = old == new_max ? 1.0f : expf(old - new_max); /* old = -inf: 0 */
-    *sum = *sum * (double)alpha + tile_sum;
-    *max = (double)new_max;
-    return alpha;
-}
-
 /* ---- The general path, in double ------------------------------------------------------------ */
-/* The value of key j0 + j for row r (nw_row_value's rule on the unit's scores). */
+/* The value of key j0 + j for row r (nw_mask_value's rule on the unit's scores). */
 static double tile_value(const unit *u, size_t r, size_t j0, size_t j, const float *s) {
     const nw_mask_row *row = &u->mask_rows[r];
     const size_t key = j0 + j;
@@ -263,46 +238,20 @@ static double tile_value(const unit *u, size_t r, size_t j0, size_t j, const flo
     return (u->exact ? x : u->scale * x) + add;
 }
 
-/* The general online-softmax step for row r's tile s (the row of u->s): like update_row, with
- * values in double and the +inf limit. */
+/* The general online-softmax step for row r's tile s (the row of u->s): values in double,
+ * float factors (core/row_state.h); returns alpha for the row's accumulator. */
 static float update_row_general(const unit *u, size_t r, size_t j0, size_t cols, float *s) {
-    double tile_max = -INFINITY;
-    size_t tile_inf = 0;
-    for (size_t j = 0; j < cols; j++) {
-        const double x = tile_value(u, r, j0, j, s);
-        if (x == INFINITY)
-            tile_inf++;
-        else if (x > tile_max) /* NaN and -inf never win */
-            tile_max = x;
-    }
-    double *max = &u->max[r], *sum = &u->sum[r];
-    const double old = *max;
+    nw_tile tile = nw_tile_empty();
+    for (size_t j = 0; j < cols; j++)
+        nw_tile_see(&tile, tile_value(u, r, j0, j, s));
+    nw_row *row = &u->row[r];
+    const double alpha = nw_row_rescale(row, &tile);
     double tile_sum = 0.0;
-    if (tile_inf > 0 || old == INFINITY) { /* the limit: the +inf keys share the weight */
-        for (size_t j = 0; j < cols; j++) {
-            const double x = tile_value(u, r, j0, j, s);
-            s[j] = x == INFINITY ? 1.0f : isnan(x) ? NAN : 0.0f;
-            tile_sum += (double)s[j];
-        }
-        const float alpha = old == INFINITY ? 1.0f : 0.0f; /* finite keys drop to weight 0 */
-        *sum = *sum * (double)alpha + tile_sum;
-        *max = INFINITY;
-        return alpha;
-    }
-    const double new_max = tile_max > old ? tile_max : old;
     for (size_t j = 0; j < cols; j++) {
-        const double x = tile_value(u, r, j0, j, s);
-        /* nothing live yet (new_max = -inf): masked keys give 0, NaN stays NaN */
-        s[j] = x == -INFINITY ? 0.0f : new_max == -INFINITY ? (float)x : expf((float)(x - new_max));
+        s[j] = nw_row_factorf(row, tile_value(u, r, j0, j, s));
         tile_sum += (double)s[j];
     }
-    if (new_max == -INFINITY) {
-        *sum += tile_sum;
-        return 1.0f;
-    }
-    const double alpha = old == new_max ? 1.0 : exp(old - new_max); /* old = -inf: 0 */
-    *sum = *sum * alpha + tile_sum;
-    *max = new_max;
+    nw_row_add(row, tile_sum);
     return (float)alpha;
 }
 
@@ -318,15 +267,13 @@ static void scale_row(float *x, size_t count, float factor) {
 static int dot_row(const unit *u, size_t r, size_t j0, size_t cols, float *s) {
     const nw_pool_args *a = u->a;
     const float tile_max = mask_row(a->simd, &u->mask_rows[r], j0, cols, s);
-    const float old = (float)u->max[r];
-    const float new_max = tile_max > old ? tile_max : old;
-    if (tile_max == INFINITY || new_max == -INFINITY)
+    nw_row *row = &u->row[r];
+    if (tile_max == INFINITY || (tile_max == -INFINITY && row->max == -INFINITY))
         return 0;
+    const nw_tile tile = {(double)tile_max, 0, 0};
+    const float alpha = (float)nw_row_rescale(row, &tile);
     float dot;
-    const float tile_sum = a->simd->exp_sum_dot(s, cols, new_max, u->v + j0, &dot);
-    const float alpha = old == new_max ? 1.0f : expf(old - new_max); /* old = -inf: 0 */
-    u->sum[r] = u->sum[r] * (double)alpha + (double)tile_sum;
-    u->max[r] = (double)new_max;
+    nw_row_add(row, (double)a->simd->exp_sum_dot(s, cols, (float)row->max, u->v + j0, &dot));
     float *acc = u->acc + r * a->ldo;
     acc[0] = acc[0] * alpha + dot;
     return 1;
@@ -341,7 +288,7 @@ static size_t live_keys(const unit *u) {
 }
 
 /* Second pass, when the caller wants the weights: w = exp(value - M) / L tile by tile, or the
- * rules' special rows (see nw_softmax_special_row). */
+ * row contract's special rows (core/row_state.h). */
 static void write_weights(unit *u, size_t keys) {
     const nw_pool_args *a = u->a;
     float *w = NW_ITEM(a, w, u->b, u->h) + u->i0 * a->ldw;
@@ -350,25 +297,17 @@ static void write_weights(unit *u, size_t keys) {
         if (j0 < keys)
             score_tile(u, j0, cols, w + j0, a->ldw, 1);
         for (size_t r = 0; r < u->rows; r++) {
-            float *row = w + r * a->ldw + j0;
-            const double m = u->max[r], l = u->sum[r];
-            if (j0 >= keys || l == 0.0) {
-                memset(row, 0, cols * sizeof(float));
+            float *wrow = w + r * a->ldw + j0;
+            const nw_row *row = &u->row[r];
+            if (j0 >= keys || row->sum == 0.0) {
+                memset(wrow, 0, cols * sizeof(float));
                 continue;
             }
-            const float inv = (float)(1.0 / l);
+            const float inv = (float)nw_row_inverse(row);
             for (size_t j = 0; j < cols; j++) {
-                const double x = tile_value(u, r, j0, j, row);
-                float e;
-                if (x == -INFINITY)
-                    e = 0.0f;
-                else if (isnan(l) || isnan(x))
-                    e = NAN;
-                else if (m == INFINITY)
-                    e = x == INFINITY ? inv : 0.0f;
-                else
-                    e = expf((float)(x - m)) * inv;
-                row[j] = e;
+                const double x = tile_value(u, r, j0, j, wrow);
+                wrow[j] = isnan(row->sum) ? (float)nw_row_weight(row, x)
+                                          : nw_row_factorf(row, x) * inv;
             }
         }
     }
@@ -379,45 +318,25 @@ static void finish_rows(const unit *u, float *lse) {
     const nw_pool_args *a = u->a;
     for (size_t r = 0; r < u->rows; r++) {
         float *acc = u->acc + r * a->ldo;
-        const double l = u->sum[r];
-        if (l == 0.0) {
+        const nw_row *row = &u->row[r];
+        if (row->sum == 0.0) /* no live key: zeros, whatever the values held */
             memset(acc, 0, a->dv * sizeof(float));
-            if (lse != NULL)
-                lse[r] = -INFINITY;
-            continue;
-        }
-        scale_row(acc, a->dv, (float)(1.0 / l));
+        else
+            scale_row(acc, a->dv, (float)nw_row_inverse(row));
         if (lse != NULL)
-            lse[r] = (float)(u->max[r] + log(l));
+            lse[r] = (float)nw_row_lse(row);
     }
 }
 
-/* The state of each row: the shift is stored as a float, so L and A are brought to the stored
- * shift; a row whose shift lies beyond the float range cannot be held and becomes NaN, as does
- * a row with a live NaN (nwattn.h, partial states). */
+/* The state of each row as nwattn_pool_state stores it (core/row_state.h nw_row_store). */
 static void write_states(const unit *u) {
     const nw_pool_args *a = u->a;
     const size_t at = u->b * a->stride_stats + u->h * a->hstride_stats + u->i0;
-    float *max = a->state_max + at, *sum = a->state_sum + at;
     for (size_t r = 0; r < u->rows; r++) {
-        float *acc = u->acc + r * a->ldo;
-        const double m = u->max[r], l = u->sum[r];
-        if (isnan(l) || (isfinite(m) && fabs(m) > FLT_MAX)) {
-            max[r] = sum[r] = NAN;
-            for (size_t c = 0; c < a->dv; c++)
-                acc[c] = NAN;
-            continue;
-        }
-        const float stored = (float)m;
-        if (isfinite(m) && (double)stored != m) {
-            const double factor = exp(m - (double)stored);
-            scale_row(acc, a->dv, (float)factor);
-            max[r] = stored;
-            sum[r] = (float)(l * factor);
-        } else {
-            max[r] = stored;
-            sum[r] = (float)l;
-        }
+        const double factor = nw_row_store(&u->row[r], a->state_max + at + r,
+                                           a->state_sum + at + r);
+        if (factor != 1.0)
+            scale_row(u->acc + r * a->ldo, a->dv, (float)factor);
     }
 }
 
@@ -427,8 +346,7 @@ void nw_fused_unit(const nw_fused_plan *plan, size_t index, size_t worker) {
     const nw_pool_args *a = u.a;
     for (size_t r = 0; r < u.rows; r++) {
         u.mask_rows[r] = nw_mask_row_get(&a->mask, u.b, u.i0 + r, a->n);
-        u.max[r] = -INFINITY;
-        u.sum[r] = 0.0;
+        u.row[r] = nw_row_empty();
         memset(u.acc + r * a->ldo, 0, a->dv * sizeof(float));
     }
     const size_t keys = live_keys(&u);
@@ -453,7 +371,7 @@ void nw_fused_unit(const nw_fused_plan *plan, size_t index, size_t worker) {
                 const float tile_max = mask_row(a->simd, &u.mask_rows[r], j0, cols, s);
                 alpha = tile_max == INFINITY
                             ? update_row_general(&u, r, j0, cols, s)
-                            : update_row(a->simd, s, cols, tile_max, &u.max[r], &u.sum[r]);
+                            : nw_row_update_fast(&u.row[r], a->simd, s, cols, tile_max, 0);
             } else {
                 alpha = update_row_general(&u, r, j0, cols, s);
             }

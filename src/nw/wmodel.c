@@ -6,6 +6,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "core/row_state.h"
 #include "mask.h"
 #include "nw.h"
 
@@ -97,35 +98,23 @@ static void run_fast(const nw_kernels *kernels, const nw_wmodel_args *a, void *m
 }
 
 /* ---- Reference path ------------------------------------------------------------------------ */
-/* Row i's masked softmax of w^2 s0 in double (alpha; zeros when fully masked). */
+/* Row i's masked softmax of w^2 s0 in double (alpha), through the row contract. */
 static void reference_weights(const nw_wmodel_args *a, size_t i, const double *s0, double *alpha) {
-    const nw_mask *mk = &a->mask;
-    const size_t n = a->n, limit = nw_mask_row_limit(mk, 0, i, n);
-    const size_t excluded = nw_mask_excluded_key(mk, i);
-    const float *add = nw_mask_additive_row(mk, 0, i);
-    const unsigned char *keep = nw_mask_keep_row(mk, 0, i);
+    const nw_mask_row rm = nw_mask_row_get(&a->mask, 0, i, a->n);
     const double w2 = (double)a->w * (double)a->w;
-    double max = -INFINITY;
-    for (size_t j = 0; j < n; j++) {
-        double v = -INFINITY;
-        if (j < limit && j != excluded && (keep == NULL || keep[j] != 0))
-            v = w2 * s0[j] + (add ? (double)add[j] : 0.0);
-        alpha[j] = v;
-        if (v > max)
-            max = v;
+    nw_tile tile = nw_tile_empty();
+    for (size_t j = 0; j < a->n; j++) {
+        alpha[j] = nw_mask_value_d(&rm, w2 * s0[j], j);
+        nw_tile_see(&tile, alpha[j]);
     }
-    if (max == -INFINITY) {
-        for (size_t j = 0; j < n; j++)
-            alpha[j] = 0.0;
-        return;
-    }
+    nw_row row = nw_row_empty();
+    (void)nw_row_rescale(&row, &tile);
     double sum = 0.0;
-    for (size_t j = 0; j < n; j++) {
-        alpha[j] = alpha[j] == -INFINITY ? 0.0 : exp(alpha[j] - max);
-        sum += alpha[j];
-    }
-    for (size_t j = 0; j < n; j++)
-        alpha[j] /= sum;
+    for (size_t j = 0; j < a->n; j++)
+        sum += nw_row_factor(&row, alpha[j]);
+    nw_row_add(&row, sum);
+    for (size_t j = 0; j < a->n; j++)
+        alpha[j] = nw_row_weight(&row, alpha[j]);
 }
 
 static void run_reference(const nw_wmodel_args *a, void *mem, double *loss, double *grad) {

@@ -1,23 +1,26 @@
-/* Reference masked softmax: double precision, max-shifted. */
-#include <math.h>
-
+/* Reference masked softmax: each row's values in double, through the row contract
+ * (core/row_state.h), exponentials in double. */
+#include "core/row_state.h"
 #include "mask.h"
 #include "ref_kernels.h"
 
 static void softmax_row(const nw_mask *mask, size_t b, size_t i, size_t n, double scale,
                         const float *srow, float *wrow, float *lse) {
     const nw_mask_row rm = nw_mask_row_get(mask, b, i, n);
-    const nw_row_scan rs = nw_row_scan_of(&rm, scale, srow);
-    if (nw_softmax_special_row(&rm, &rs, scale, n, srow, wrow, lse))
-        return;
+    nw_tile tile = nw_tile_empty();
+    for (size_t j = 0; j < rm.limit; j++)
+        nw_tile_see(&tile, nw_mask_value(&rm, scale, srow, j));
+    nw_row row = nw_row_empty();
+    (void)nw_row_rescale(&row, &tile);
     double sum = 0.0;
     for (size_t j = 0; j < rm.limit; j++)
-        sum += exp(nw_row_value(&rm, scale, srow, j) - rs.max); /* masked: exp(-inf) = 0 */
-    const double lse_value = rs.max + log(sum);
+        sum += nw_row_factor(&row, nw_mask_value(&rm, scale, srow, j));
+    nw_row_add(&row, sum);
+    /* w may be s: each w[j] is written after s[j] was read */
     for (size_t j = 0; j < n; j++)
-        wrow[j] = (float)(exp(nw_row_value(&rm, scale, srow, j) - rs.max) / sum);
+        wrow[j] = (float)nw_row_weight(&row, nw_mask_value(&rm, scale, srow, j));
     if (lse != NULL)
-        *lse = (float)lse_value;
+        *lse = (float)nw_row_lse(&row);
 }
 
 void nw_ref_softmax(const nw_simd *simd, const nw_mask *mask, size_t b, size_t i0,
