@@ -230,7 +230,8 @@ NWATTN_API const char *nwattn_context_last_error(const nwattn_context *ctx);
 typedef enum nwattn_score_kind {
     NWATTN_SCORE_DOT = 0,      /* scale · q·k; scaled dot product: scale = 1/sqrt(d) */
     NWATTN_SCORE_GAUSSIAN = 1, /* -|q - k|^2 / (2 h^2)            (Nadaraya-Watson, Gaussian) */
-    NWATTN_SCORE_LAPLACE = 2   /* -|q - k| / h, Euclidean norm     (exponential decay kernel) */
+    NWATTN_SCORE_LAPLACE = 2,  /* -|q - k| / h, Euclidean norm     (exponential decay kernel) */
+    NWATTN_SCORE_COSINE = 3    /* scale · q·k / (|q| |k|); 0 where q or k has norm 0 (cosine attention) */
 } nwattn_score_kind;
 
 /* How a query is compared with a key. With per-dimension bandwidths h_j the distance is taken
@@ -239,7 +240,7 @@ typedef enum nwattn_score_kind {
  * parametric model softmax(-((x - x_i) w)^2 / 2) is Gaussian with h = 1/|w|. */
 typedef struct nwattn_score {
     nwattn_score_kind kind;
-    float scale;             /* DOT only: finite */
+    float scale;             /* DOT and COSINE only: finite */
     float bandwidth;         /* GAUSSIAN, LAPLACE: finite and > 0; unused if bandwidths is set */
     const float *bandwidths; /* NULL, or d per-dimension bandwidths, each finite and > 0 */
 } nwattn_score;

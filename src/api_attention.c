@@ -3,6 +3,7 @@
 
 #include "attention.h"
 #include "checks.h"
+#include "score/score.h"
 
 static nwattn_status check_params(nwattn_context *ctx, const nwattn_attention_params *p) {
     if (p == NULL)
@@ -71,7 +72,8 @@ nwattn_status nwattn_attention(nwattn_context *ctx, const nwattn_attention_param
     if (p->w_o != NULL)
         NW_TRY(check_weight(&call, "params.b_o", p->b_o, 1, p->d_out, 1));
     if (score == NULL)
-        a.pool.score = (nw_score){NWATTN_SCORE_DOT, (float)(1.0 / sqrt((double)dh)), 0.0f, NULL};
+        a.pool.score = (nw_score){&nw_score_dot, NWATTN_SCORE_DOT, (float)(1.0 / sqrt((double)dh)),
+                                  0.0f, NULL};
     else
         NW_TRY(nw_check_score(&call, score, dh, &a.pool.score));
     NW_TRY(nw_output(&call, "y", y, t_q, out_w, ldy, stride_y));

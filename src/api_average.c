@@ -1,6 +1,7 @@
 /* nwattn_average_pool: the pooling driver with every score zero, so weights are uniform over
  * the keys the mask keeps. */
 #include "checks.h"
+#include "score/score.h"
 #include "pool.h"
 
 nwattn_status nwattn_average_pool(nwattn_context *ctx, const nwattn_mask *mask, size_t batch,
@@ -10,7 +11,7 @@ nwattn_status nwattn_average_pool(nwattn_context *ctx, const nwattn_mask *mask, 
     /* No queries: q points at v with zero pitch and d = 0, and is never read. */
     nw_pool_args args = {
         .simd = ctx->simd,
-        .score = {.kind = NW_SCORE_ZERO},
+        .score = {.desc = &nw_score_uniform},
         .batch = batch, .heads = 1, .m = m, .n = n, .d = 0, .dv = dv,
         .q = v, .ldq = 0, .stride_q = 0,
         .k = v, .ldk = 0, .stride_k = 0,

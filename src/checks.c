@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "checks.h"
+#include "score/score.h"
 #include "pool.h"
 
 void nw_call_init(nw_call *call, nwattn_context *ctx, size_t batch) {
@@ -114,41 +115,18 @@ nwattn_status nw_check_disjoint(const nw_call *call) {
 
 int nw_call_blas_ok(const nw_call *call) { return call->max_ld <= NW_BLAS_INT_MAX; }
 
-static int positive_finite(float x) { return isfinite(x) && x > 0.0f; }
 
 nwattn_status nw_check_score(nw_call *call, const nwattn_score *score, size_t d,
                              nw_score *out) {
     nwattn_context *ctx = call->ctx;
     if (score == NULL)
         return nw_fail(ctx, NWATTN_ERR_NULL_POINTER, "score is NULL");
-    switch (score->kind) {
-    case NWATTN_SCORE_DOT:
-        if (!isfinite(score->scale))
-            return nw_fail(ctx, NWATTN_ERR_BAD_PARAMETER, "dot-product scale %g is not finite",
-                           (double)score->scale);
-        break;
-    case NWATTN_SCORE_GAUSSIAN:
-    case NWATTN_SCORE_LAPLACE:
-        if (score->bandwidths != NULL) {
-            /* The array's extent is checked before any of it is read. */
-            NW_TRY(nw_input_array(call, "score.bandwidths", score->bandwidths, sizeof(float), d));
-            for (size_t j = 0; j < d; j++)
-                if (!positive_finite(score->bandwidths[j]))
-                    return nw_fail(ctx, NWATTN_ERR_BAD_PARAMETER,
-                                   "bandwidths[%zu] = %g is not finite and > 0", j,
-                                   (double)score->bandwidths[j]);
-        } else if (!positive_finite(score->bandwidth)) {
-            return nw_fail(ctx, NWATTN_ERR_BAD_PARAMETER, "bandwidth %g is not finite and > 0",
-                           (double)score->bandwidth);
-        }
-        break;
-    default:
+    const nw_score_desc *desc = nw_score_desc_of(score->kind);
+    if (desc == NULL)
         return nw_fail(ctx, NWATTN_ERR_BAD_ENUM, "unknown score kind %d", (int)score->kind);
-    }
-    out->kind = score->kind;
-    out->scale = score->scale;
-    out->bandwidth = score->bandwidth;
-    out->bandwidths = score->kind == NWATTN_SCORE_DOT ? NULL : score->bandwidths;
+    nw_score checked = {.desc = desc, .kind = score->kind, .scale = score->scale};
+    NW_TRY(desc->check(call, score, d, &checked));
+    *out = checked;
     return NWATTN_OK;
 }
 

@@ -75,12 +75,12 @@ typedef struct nw_mask {
 } nw_mask;
 
 /* ---- Kernels ----------------------------------------------------------------------------- */
-/* Internal score kind: every score 0, so the softmax gives uniform weights (average pooling).
- * Never accepted from callers. */
-#define NW_SCORE_ZERO ((nwattn_score_kind)100)
+struct nw_score_desc; /* score/score.h */
 
-/* A score with validated parameters; bandwidths points at d values or is NULL (scalar). */
+/* A score with validated parameters; bandwidths points at d values or is NULL (scalar). desc
+ * is the kind's descriptor: average pooling's constant score has no public kind. */
 typedef struct nw_score {
+    const struct nw_score_desc *desc;
     nwattn_score_kind kind;
     float scale;
     float bandwidth;
@@ -106,7 +106,7 @@ typedef struct nw_kernels {
     /* Bytes of scratch `scores` needs for a block of m queries against n keys (SIZE_MAX when
      * that overflows). A multiple of 8 bytes, used with 8-byte alignment. */
     size_t (*scores_workspace)(const nw_score *score, size_t m, size_t n, size_t d);
-    void (*scores)(const nw_score *score, size_t m, size_t n, size_t d,
+    void (*scores)(const nw_simd *simd, const nw_score *score, size_t m, size_t n, size_t d,
                    const float *q, size_t ldq, const float *k, size_t ldk,
                    float *t, size_t ldt, double *row_scale, void *scratch);
     /* Rows i0 .. i0+rows-1 of item b: w = masked softmax(row_scale · s); row_scale NULL means

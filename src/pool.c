@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "pool.h"
+#include "score/score.h"
 
 #define POOL_BLOCK_FLOATS ((size_t)1 << 22) /* 16 MiB of scores per block */
 
@@ -12,7 +13,7 @@ static size_t min_size(size_t a, size_t b) { return a < b ? a : b; }
  * scores do not depend on the query (average pooling): compute one, copy it. */
 static int rows_identical(const nw_pool_args *a) {
     const nw_mask *mk = &a->mask;
-    return a->score.kind == NW_SCORE_ZERO && a->w == NULL &&
+    return a->score.desc->constant && a->w == NULL &&
            !(mk->flags & (NWATTN_MASK_LEAVE_ONE_OUT | NWATTN_MASK_CAUSAL |
                           NWATTN_MASK_LENS_PER_ROW)) &&
            mk->additive == NULL && mk->keep == NULL;
@@ -80,7 +81,7 @@ void nw_pool_unfused(const nw_kernels *self, const nw_pool_args *a, void *ws) {
                 size_t rows = min_size(l.block, m_eff - i0);
                 float *s = w ? w + i0 * a->ldw : s_block;
                 size_t lds = w ? a->ldw : (a->n > 0 ? a->n : 1);
-                self->scores(&a->score, rows, a->n, a->d, q + i0 * a->ldq, a->ldq, k, a->ldk, s,
+                self->scores(a->simd, &a->score, rows, a->n, a->d, q + i0 * a->ldq, a->ldq, k, a->ldk, s,
                              lds, row_scale, scratch);
                 self->softmax(a->simd, &a->mask, b, i0, rows, a->n, s, lds, row_scale, s, lds,
                               lse ? lse + i0 : NULL);

@@ -12,9 +12,11 @@ static double or_bandwidth(const nwattn_score *score, size_t l) {
 /* The exact score, and sum_l |q_l k_l| (dot) for the dot bound. */
 static double or_score_ex(const nwattn_score *score, size_t d, const float *q, const float *k,
                           double *abs_dot) {
-    double acc = 0.0, abs_acc = 0.0;
+    double acc = 0.0, abs_acc = 0.0, qq = 0.0, kk = 0.0;
     for (size_t l = 0; l < d; l++) {
-        if (score->kind == NWATTN_SCORE_DOT) {
+        qq += (double)q[l] * (double)q[l];
+        kk += (double)k[l] * (double)k[l];
+        if (score->kind == NWATTN_SCORE_DOT || score->kind == NWATTN_SCORE_COSINE) {
             acc += (double)q[l] * (double)k[l];
             abs_acc += fabs((double)q[l] * (double)k[l]);
         } else {
@@ -31,6 +33,10 @@ static double or_score_ex(const nwattn_score *score, size_t d, const float *q, c
         return -0.5 * acc;
     case NWATTN_SCORE_LAPLACE:
         return -sqrt(acc);
+    case NWATTN_SCORE_COSINE: /* a zero norm has no direction: score 0 */
+        if (abs_dot != NULL && qq > 0.0 && kk > 0.0)
+            *abs_dot = abs_acc / (sqrt(qq) * sqrt(kk));
+        return qq == 0.0 || kk == 0.0 ? 0.0 : (double)score->scale * (acc / (sqrt(qq) * sqrt(kk)));
     }
     fail_msg("%s", "unknown score kind in the oracle");
     return 0.0;

@@ -181,7 +181,7 @@ static void m_stride_w_overlap(call_args *a, fixture *fx) {
     (void)fx, a->stride_w = (M - 1) * a->ldw + N - 1;
 }
 static void m_stride_lse_overlap(call_args *a, fixture *fx) { (void)fx, a->stride_lse = M - 1; }
-static void m_kind_3(call_args *a, fixture *fx) { (void)fx, a->score.kind = (nwattn_score_kind)3; }
+static void m_kind_4(call_args *a, fixture *fx) { (void)fx, a->score.kind = (nwattn_score_kind)4; }
 static void m_kind_100(call_args *a, fixture *fx) {
     (void)fx, a->score.kind = (nwattn_score_kind)100;
 }
@@ -264,7 +264,7 @@ static const err_case scores_cases[] = {
     CASE(m_ldo_small, NWATTN_ERR_BAD_LEADING_DIM),
     CASE(m_stride_o_overlap, NWATTN_ERR_BAD_STRIDE),
     CASE(m_stride_o_zero, NWATTN_ERR_BAD_STRIDE),
-    CASE(m_kind_3, NWATTN_ERR_BAD_ENUM),
+    CASE(m_kind_4, NWATTN_ERR_BAD_ENUM),
     CASE(m_kind_100, NWATTN_ERR_BAD_ENUM),
     CASE(m_h_zero, NWATTN_ERR_BAD_PARAMETER),
     CASE(m_h_negative, NWATTN_ERR_BAD_PARAMETER),
@@ -343,7 +343,7 @@ static const err_case pool_cases[] = {
     CASE(m_stride_o_overlap, NWATTN_ERR_BAD_STRIDE),
     CASE(m_stride_w_overlap, NWATTN_ERR_BAD_STRIDE),
     CASE(m_stride_lse_overlap, NWATTN_ERR_BAD_STRIDE),
-    CASE(m_kind_3, NWATTN_ERR_BAD_ENUM),
+    CASE(m_kind_4, NWATTN_ERR_BAD_ENUM),
     CASE(m_kind_100, NWATTN_ERR_BAD_ENUM),
     CASE(m_flag_bit3, NWATTN_ERR_BAD_ENUM),
     CASE(m_h_zero, NWATTN_ERR_BAD_PARAMETER),

@@ -374,7 +374,7 @@ struct Mask  # struct nwattn_mask
     stride_keep::Csize_t
 end
 
-const SCORES = (dot = 0, gaussian = 1, laplace = 2)
+const SCORES = (dot = 0, gaussian = 1, laplace = 2, cosine = 3)
 const MASK_LEAVE_ONE_OUT = Cuint(1) << 0
 const MASK_CAUSAL = Cuint(1) << 1
 const MASK_LENS_PER_ROW = Cuint(1) << 2
@@ -382,14 +382,19 @@ const MASK_LENS_PER_ROW = Cuint(1) << 2
 # (Score, the bandwidth array it points to or nothing): the caller must GC.@preserve the latter.
 function _score(kind, scale, bandwidth, bandwidths, d)
     k = kind isa Symbol ? get(SCORES, kind, nothing) : kind
-    k === nothing && throw(ArgumentError("unknown score :$kind; expected :dot, :gaussian or :laplace"))
+    k === nothing && throw(ArgumentError("unknown score :$kind; expected :dot, :gaussian, :laplace or :cosine"))
     if k == SCORES.dot
         (bandwidth === nothing && bandwidths === nothing) ||
             throw(ArgumentError("bandwidth/bandwidths apply to :gaussian and :laplace, not :dot"))
         s = scale === nothing ? (d > 0 ? 1 / sqrt(d) : 1.0) : scale
         return Score(k, s, 0, Ptr{Cfloat}(C_NULL)), nothing
     end
-    scale === nothing || throw(ArgumentError("scale applies to the :dot score only"))
+    if k == SCORES.cosine  # untested here: no Julia on the development machines
+        (bandwidth === nothing && bandwidths === nothing) ||
+            throw(ArgumentError("bandwidth/bandwidths apply to :gaussian and :laplace, not :cosine"))
+        return Score(k, scale === nothing ? 1.0 : scale, 0, Ptr{Cfloat}(C_NULL)), nothing
+    end
+    scale === nothing || throw(ArgumentError("scale applies to the :dot and :cosine scores only"))
     if bandwidths !== nothing
         bandwidth === nothing || throw(ArgumentError("give bandwidth or bandwidths, not both"))
         bws = Vector{Float32}(bandwidths)

@@ -22,6 +22,7 @@ class ScoreKind(enum.IntEnum):
     DOT = 0  # scale · q·k
     GAUSSIAN = 1  # -|q - k|^2 / (2 h^2)
     LAPLACE = 2  # -|q - k| / h
+    COSINE = 3  # scale · q·k / (|q| |k|)
 
 
 class MaskFlag(enum.IntFlag):
@@ -37,8 +38,8 @@ def _score_kind(kind):
         try:
             return ScoreKind[kind.upper()]
         except KeyError:
-            raise ValueError(f"unknown score {kind!r}; expected 'dot', 'gaussian' or "
-                             "'laplace'") from None
+            raise ValueError(f"unknown score {kind!r}; expected 'dot', 'gaussian', "
+                             "'laplace' or 'cosine'") from None
     return int(kind)  # unknown numbers are the C library's to refuse (NWATTN_ERR_BAD_ENUM)
 
 
@@ -52,9 +53,14 @@ def make_score(kind, scale, bandwidth, bandwidths, d):
             raise ValueError("bandwidth/bandwidths apply to 'gaussian' and 'laplace' scores, "
                              "not 'dot' (did you mean score='gaussian'?)")
         struct.scale = (1.0 / math.sqrt(d) if d > 0 else 1.0) if scale is None else scale
+    elif kind == ScoreKind.COSINE:
+        if bandwidth is not None or bandwidths is not None:
+            raise ValueError("bandwidth/bandwidths apply to 'gaussian' and 'laplace' scores, "
+                             "not 'cosine'")
+        struct.scale = 1.0 if scale is None else scale
     else:
         if scale is not None:
-            raise ValueError("scale applies to the 'dot' score only")
+            raise ValueError("scale applies to the 'dot' and 'cosine' scores only")
         if bandwidths is not None:
             if bandwidth is not None:
                 raise ValueError("give bandwidth or bandwidths, not both")
@@ -151,7 +157,8 @@ def scores(q, k, *, score="dot", scale=None, bandwidth=None, bandwidths=None, ou
     Args:
         q: queries, (*batch, m, d). k: keys, (*batch, n, d).
         score: "dot" (scale·q·k, scale defaults to 1/sqrt(d)), "gaussian"
-            (-|q-k|^2 / (2 h^2)) or "laplace" (-|q-k| / h); h is ``bandwidth`` (default 1)
+            (-|q-k|^2 / (2 h^2)), "laplace" (-|q-k| / h) or "cosine"
+            (scale·q·k / (|q| |k|), scale defaults to 1); h is ``bandwidth`` (default 1)
             or the per-feature ``bandwidths`` (d values).
         out: optional float32 array (*batch, m, n) to write into.
         ctx: a Context (default: this thread's).

@@ -86,7 +86,7 @@ def test_overlapping_outputs_are_refused():
 def test_python_side_argument_errors_are_python_exceptions():
     q, k, v = q_k_v()
     with pytest.raises(ValueError, match="unknown score"):
-        nwattn.pool(q, k, v, score="cosine")
+        nwattn.pool(q, k, v, score="angular")
     with pytest.raises(ValueError, match="did you mean score='gaussian'"):
         nwattn.pool(q, k, v, bandwidth=0.5)
     with pytest.raises(ValueError, match="scale applies"):

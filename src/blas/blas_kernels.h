@@ -18,8 +18,8 @@ void nw_blas_sgemm(int transpose_b, size_t m, size_t n, size_t k, float alpha, c
                    size_t lda, const float *b, size_t ldb, float beta, float *c, size_t ldc);
 
 size_t nw_blas_scores_workspace(const nw_score *score, size_t m, size_t n, size_t d);
-void nw_blas_scores(const nw_score *score, size_t m, size_t n, size_t d, const float *q,
-                    size_t ldq, const float *k, size_t ldk, float *t, size_t ldt,
+void nw_blas_scores(const nw_simd *simd, const nw_score *score, size_t m, size_t n, size_t d,
+                    const float *q, size_t ldq, const float *k, size_t ldk, float *t, size_t ldt,
                     double *row_scale, void *scratch);
 void nw_blas_softmax(const nw_simd *simd, const nw_mask *mask, size_t b, size_t i0,
                      size_t rows, size_t n, const float *s, size_t lds,

@@ -1,5 +1,4 @@
 /* The fused driver: tile sizes, working memory, and the units spread over the workers. */
-#include "blas/blas_distance.h"
 #include "core/row_state.h"
 #include "fused_kernels.h"
 #include "threads.h"
@@ -38,23 +37,24 @@ void nw_fused_plan_init(nw_fused_plan *plan, const nw_pool_args *a, int partial)
     tile_sizes(a, &plan->bm, &plan->bn);
     plan->blocks = plan->bm > 0 ? (a->m + plan->bm - 1) / plan->bm : 0;
     /* Must match the carving in unit_init (fused_unit.c). */
+    const nw_score_desc *desc = a->score.desc;
     const size_t bm = plan->bm, bn = plan->bn, d = a->d;
-    size_t total = 0, tile, qrows, krows;
-    int ok = nw_mul(bm, bn, &tile) && nw_mul(bm, d, &qrows) && nw_mul(bn, d, &krows) &&
-             add_piece(&total, tile, sizeof(float)) &&       /* scores, then P */
-             add_piece(&total, tile, sizeof(double)) &&      /* scores in double (exact mode) */
-             add_piece(&total, bm, sizeof(nw_mask_row)) &&   /* mask rows */
-             add_piece(&total, bm, sizeof(nw_row));          /* row states */
-    if (ok && a->score.kind != NW_SCORE_ZERO) /* rescaled rows */
-        ok = add_piece(&total, qrows, sizeof(float)) && add_piece(&total, bm, sizeof(float)) &&
-             add_piece(&total, krows, sizeof(float)) && add_piece(&total, bn, sizeof(float));
-    /* Shared: per item key statistics, and for distance scores the mean keys and 1/h. */
-    size_t shared = 0, centres;
+    const size_t prep = desc->prep_floats(bn, d), rows = desc->row_floats(bm, d);
+    size_t total = 0, tile;
+    int ok = prep != SIZE_MAX && rows != SIZE_MAX && nw_mul(bm, bn, &tile) &&
+             add_piece(&total, tile, sizeof(float)) &&     /* scores, then P */
+             add_piece(&total, tile, sizeof(double)) &&    /* scores in double (exact rows) */
+             add_piece(&total, bm, sizeof(nw_mask_row)) && /* mask rows */
+             add_piece(&total, bm, sizeof(nw_row)) &&      /* row states */
+             add_piece(&total, bm, 1) &&                   /* exact flags */
+             add_piece(&total, prep, sizeof(float)) &&     /* the prepared key tile */
+             add_piece(&total, rows, sizeof(float));       /* the score block's scratch */
+    /* Shared: each item's key information and what it points at. */
+    size_t shared = 0, doubles;
     plan->items = a->batch * a->heads; /* <= batch·heads·m, which the checks bounded */
-    ok = ok && add_piece(&shared, plan->items, sizeof(nw_fused_item));
-    if (ok && a->score.kind != NWATTN_SCORE_DOT && a->score.kind != NW_SCORE_ZERO)
-        ok = nw_mul(plan->items, d, &centres) && add_piece(&shared, centres, sizeof(double)) &&
-             add_piece(&shared, d, sizeof(double));
+    ok = ok && add_piece(&shared, plan->items, sizeof(nw_keys_info)) &&
+         nw_mul(plan->items, desc->info_doubles(d), &doubles) &&
+         add_piece(&shared, doubles, sizeof(double));
     plan->shared_bytes = ok ? shared : SIZE_MAX;
     plan->unit_bytes = ok ? total : SIZE_MAX;
 }
@@ -91,15 +91,8 @@ static void run(const nw_pool_args *a, void *scratch, nw_workers *team, int part
     nw_fused_plan_init(&plan, a, partial);
     /* Shared part first (carved as nw_fused_plan_init sized it), then the workers'. */
     unsigned char *shared = scratch;
-    plan.item = (nw_fused_item *)(void *)shared;
-    plan.centre = plan.inv_h = NULL;
-    if (a->score.kind != NWATTN_SCORE_DOT && a->score.kind != NW_SCORE_ZERO) {
-        shared += nw_round_up(plan.items * sizeof(nw_fused_item));
-        plan.centre = (double *)(void *)shared;
-        shared += nw_round_up(plan.items * a->d * sizeof(double));
-        plan.inv_h = (double *)(void *)shared;
-        nw_inverse_bandwidths(&a->score, a->d, plan.inv_h);
-    }
+    plan.item = (nw_keys_info *)(void *)shared;
+    plan.info_store = (double *)(void *)(shared + nw_round_up(plan.items * sizeof(nw_keys_info)));
     plan.scratch = (unsigned char *)scratch + plan.shared_bytes;
     const size_t n_workers = workers(&plan, team->threads); /* as workspace() sized them */
     nw_parallel_for(team, n_workers, plan.items, run_item, &plan);

@@ -6,19 +6,13 @@
 
 #include "mask.h"
 #include "pool.h"
+#include "score/score.h"
 
 /* Largest m·n·k of one tile product. OpenBLAS runs a GEMM with m·n·k at most 65536 ·
  * GEMM_MULTITHREAD_THRESHOLD (4 in its default build, hence 2^18) on the calling thread, so
  * tiles this small never wake its thread pool: the fused path's workers and the BLAS's threads
  * never compete, and no process-wide BLAS setting needs changing. */
 #define NW_FUSED_TILE_MNK ((size_t)1 << 18)
-
-/* What the units of one item need to know about its keys, found once per item before the
- * units run (see fused_unit.c "choose_scores"). */
-typedef struct nw_fused_item {
-    double max_k;     /* largest |k|, or -1 if a key holds NaN or Inf */
-    double max_rk;    /* distance scores: largest |(k - centre) / h| */
-} nw_fused_item;
 
 /* How one fused call is cut: units are (item, query block) pairs, item = b·heads + h. */
 typedef struct nw_fused_plan {
@@ -29,16 +23,15 @@ typedef struct nw_fused_plan {
     size_t shared_bytes; /* the key statistics, before the workers' scratch */
     size_t unit_bytes;   /* scratch per worker */
     unsigned char *scratch;
-    nw_fused_item *item; /* items entries, in the shared part */
-    double *centre;      /* distance scores: items × d mean keys, in the shared part */
-    double *inv_h;       /* distance scores: d inverse bandwidths, in the shared part */
+    nw_keys_info *item;  /* each item's keys (score.h), in the shared part */
+    double *info_store;  /* items × info_doubles(d): what the infos point at */
     int partial;         /* write states instead of outputs */
 } nw_fused_plan;
 
 /* Fills the tile sizes and the scratch sizes; unit_bytes is SIZE_MAX on overflow. */
 void nw_fused_plan_init(nw_fused_plan *plan, const nw_pool_args *args, int partial);
 
-/* The key statistics of one item (plan->item[item], plan->centre). */
+/* The key information of one item (plan->item[item]). */
 void nw_fused_prepare_item(const nw_fused_plan *plan, size_t item);
 
 /* Runs one unit with `worker`'s scratch. Units touch disjoint outputs. */

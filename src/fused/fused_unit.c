@@ -1,25 +1,22 @@
 /* One unit of the fused path: a block of query rows of one item against all its keys, tile by
- * tile, with the online softmax. Per row it keeps the running maximum M of the masked scores
- * and the running sum L = sum_j exp(s_j - M) (both in double) and the accumulator A = sum_j
- * exp(s_j - M) v_j (in the output rows, or the state's). A tile with a larger maximum M' first
- * rescales L and A by exp(M - M'). At the end O = A / L and lse = M + log L, a single division
- * per row; a row without a live key has L = 0 and gets zeros and -INFINITY.
+ * tile, with the online softmax of core/row_state.h: per row the running shift M and sum L (in
+ * double) and the accumulator A = sum_j exp(s_j - M) v_j (in the output rows, or the state's).
+ * At the end O = A / L and lse = M + log L, a single division per row.
  *
- * The rows follow the rules of nwattn.h "Range and non-finite values", like the unfused
- * kernels: scores beyond the float range travel as float times a power of two (`scale`, as
- * the BLAS scores do), NaN or Inf in the data make the unit evaluate its scores by the
- * reference formulas in double (`exact`), and score + additive is formed in double. Rows that
- * need none of this (the common case) take the float fast path. A row that meets a live +inf
- * switches to the limit: M = +inf, every +inf key weighs 1, L counts them. */
+ * Scores come from the kind's descriptor (score/), the same block the unfused BLAS path uses.
+ * Per row, as there: a row whose query the fast form cannot hold, or that faces non-finite keys,
+ * is exact (scores by the reference formulas in double); the others take float scores times
+ * the item's power of two (`scale`, 1 unless the keys need it). Rows with plain float values
+ * and no additive mask take the float fast path; the rest form score + additive in double. */
 #include <float.h>
 #include <math.h>
 #include <string.h>
 
-#include "blas/blas_distance.h"
 #include "blas/blas_kernels.h"
 #include "core/row_state.h"
 #include "fused_kernels.h"
 #include "ref/ref_kernels.h"
+#include "score/score.h"
 
 static size_t min_size(size_t a, size_t b) { return a < b ? a : b; }
 
@@ -30,17 +27,14 @@ typedef struct unit {
     const float *q, *k, *v;
     float *acc;             /* rows × dv, pitch a->ldo */
     float *s;               /* rows × bn scores, then exponentials */
-    double *sd;             /* rows × bn scores in double (exact mode) */
+    double *sd;             /* rows × bn scores in double (exact rows) */
     nw_mask_row *mask_rows; /* one per row */
     nw_row *row;            /* one softmax row state per query row */
-    float *qp, *qnorm, *kp, *knorm; /* rescaled rows (distance scores, rescaled dot) */
-    const nw_fused_item *item;      /* the item's key statistics */
-    const double *centre, *inv_h;   /* distance scores only: the item's mean key, 1/h */
-    int exact;     /* scores from the reference formulas (NaN or Inf in the data) */
-    int rescaled;  /* dot scores on rescaled copies */
-    int exponent;  /* distance coordinates times 2^-exponent; for dot the keys' exponent */
-    float dot_alpha; /* sgemm's alpha for rescaled dot scores */
-    double scale;  /* score = scale · s */
+    unsigned char *exact;   /* per row: scores from the reference formulas */
+    float *kp, *scratch;    /* the key tile as the score prepares it, the block's scratch */
+    const nw_keys_info *info; /* the item's keys */
+    int any_exact;
+    double scale; /* fast scores = scale · s */
 } unit;
 
 static unsigned char *take(unsigned char **cursor, size_t count, size_t elem) {
@@ -51,6 +45,7 @@ static unsigned char *take(unsigned char **cursor, size_t count, size_t elem) {
 
 static void unit_init(unit *u, const nw_fused_plan *plan, size_t index, size_t worker) {
     const nw_pool_args *a = plan->a;
+    const nw_score_desc *desc = a->score.desc;
     const size_t item = index / plan->blocks, block = index % plan->blocks;
     memset(u, 0, sizeof *u);
     u->a = a;
@@ -63,145 +58,79 @@ static void unit_init(unit *u, const nw_fused_plan *plan, size_t index, size_t w
     u->k = NW_ITEM(a, k, u->b, u->h);
     u->v = NW_ITEM(a, v, u->b, u->h);
     u->acc = NW_ITEM(a, o, u->b, u->h) + u->i0 * a->ldo;
-    u->scale = 1.0;
-    u->item = &plan->item[item];
-    u->centre = plan->centre != NULL ? plan->centre + item * a->d : NULL;
-    u->inv_h = plan->inv_h;
+    u->info = &plan->item[item];
+    u->scale = desc->scale(&a->score, u->info);
 
-    const size_t bm = plan->bm, bn = plan->bn, d = a->d;
+    const size_t bm = plan->bm, bn = plan->bn;
     unsigned char *cursor = plan->scratch + worker * plan->unit_bytes;
     u->s = (float *)(void *)take(&cursor, bm * bn, sizeof(float));
     u->sd = (double *)(void *)take(&cursor, bm * bn, sizeof(double));
     u->mask_rows = (nw_mask_row *)(void *)take(&cursor, bm, sizeof(nw_mask_row));
     u->row = (nw_row *)(void *)take(&cursor, bm, sizeof(nw_row));
-    if (a->score.kind != NW_SCORE_ZERO) {
-        u->qp = (float *)(void *)take(&cursor, bm * d, sizeof(float));
-        u->qnorm = (float *)(void *)take(&cursor, bm, sizeof(float));
-        u->kp = (float *)(void *)take(&cursor, bn * d, sizeof(float));
-        u->knorm = (float *)(void *)take(&cursor, bn, sizeof(float));
-    }
-}
-
-/* dst (rows×cols, pitch cols) = src · 2^-exponent. */
-static void copy_scaled(size_t rows, size_t cols, const float *src, size_t ld, int exponent,
-                        float *dst) {
-    for (size_t i = 0; i < rows; i++)
-        for (size_t j = 0; j < cols; j++)
-            dst[i * cols + j] = (float)ldexp((double)src[i * ld + j], -exponent);
+    u->exact = take(&cursor, bm, 1);
+    u->kp = (float *)(void *)take(&cursor, desc->prep_floats(bn, a->d), sizeof(float));
+    u->scratch = (float *)(void *)take(&cursor, desc->row_floats(bm, a->d), sizeof(float));
 }
 
 void nw_fused_prepare_item(const nw_fused_plan *plan, size_t index) {
     const nw_pool_args *a = plan->a;
-    nw_fused_item *item = &plan->item[index];
-    const float *k = NW_ITEM(a, k, index / a->heads, index % a->heads);
-    item->max_k = item->max_rk = 0.0;
-    if (a->score.kind == NW_SCORE_ZERO || a->n == 0)
-        return;
-    item->max_k = nw_max_abs(a->n, a->d, k, a->ldk);
-    if (plan->centre != NULL && item->max_k >= 0.0) {
-        double *centre = plan->centre + index * a->d;
-        nw_mean_key(a->n, a->d, k, a->ldk, centre);
-        item->max_rk = nw_max_rescaled(a->n, a->d, k, a->ldk, centre, plan->inv_h);
-    }
+    const size_t doubles = a->score.desc->info_doubles(a->d);
+    a->score.desc->keys_info(&a->score, a->n, a->d, NW_ITEM(a, k, index / a->heads, index % a->heads),
+                             a->ldk, plan->info_store + index * doubles, &plan->item[index]);
 }
 
-/* Chooses how the unit's scores are formed (see the top of the file) from its queries and the
- * item's key statistics, so that every tile of the unit uses the same scale. */
-static void choose_scores(unit *u) {
+/* Which rows of the unit are exact (score.h): decided from each row's query and the item's
+ * keys alone. */
+static void choose_rows(unit *u) {
     const nw_pool_args *a = u->a;
-    const size_t d = a->d;
-    if (a->score.kind == NW_SCORE_ZERO)
-        return;
-    const double max_q = nw_max_abs(u->rows, d, u->q, a->ldq);
-    const double max_k = u->item->max_k;
-    if (max_q < 0.0 || max_k < 0.0) {
-        u->exact = 1;
-        return;
+    for (size_t r = 0; r < u->rows; r++) {
+        u->exact[r] = (unsigned char)nw_score_row_exact(&a->score, a->d, u->q + r * a->ldq, u->info);
+        u->any_exact |= u->exact[r];
     }
-    if (a->score.kind == NWATTN_SCORE_DOT) {
-        if (nw_dot_in_range(max_q, max_k, d, a->score.scale))
-            return;
-        int eq, es;
-        (void)frexp(max_q, &eq);
-        (void)frexp(max_k, &u->exponent);
-        u->dot_alpha = (float)frexp((double)a->score.scale, &es);
-        u->rescaled = 1;
-        u->scale = ldexp(1.0, eq + u->exponent + es);
-        copy_scaled(u->rows, d, u->q, a->ldq, eq, u->qp);
-        return;
-    }
-    u->exponent = nw_distance_exponent(
-        fmax(u->item->max_rk, nw_max_rescaled(u->rows, d, u->q, a->ldq, u->centre, u->inv_h)));
-    u->scale = nw_distance_scale(a->score.kind, u->exponent);
-    nw_rescale_rows(u->rows, d, u->q, a->ldq, u->centre, u->inv_h, u->exponent, u->qp,
-                    u->qnorm);
 }
 
-/* With d = 1 the distance scores of a row are computed just before the row is used (direct_row),
- * while it is in cache; score_tile only rescales the keys then, unless rows_too says so. */
+/* Rows this narrow are scored one at a time, just before the row is used, while in cache. */
 static int is_direct(const unit *u) {
-    return !u->exact && u->a->d == 1 &&
-           (u->a->score.kind == NWATTN_SCORE_GAUSSIAN || u->a->score.kind == NWATTN_SCORE_LAPLACE);
+    return u->a->d <= u->a->score.desc->row_direct_max_d;
 }
 
-/* Row r's direct 1-D scores (q' - k', as nw_distance_scores_1d rounds them) into s. */
-static void direct_row(const unit *u, size_t r, size_t cols, float *s) {
-    const int gaussian = u->a->score.kind == NWATTN_SCORE_GAUSSIAN;
-    u->a->simd->dist1(gaussian, u->qp[r], 1.0f, u->kp, cols, s);
+/* Row r's fast scores against the prepared key tile (cols keys) into s. */
+static void score_row(const unit *u, size_t r, size_t cols, float *s) {
+    const nw_pool_args *a = u->a;
+    a->score.desc->block(&a->score, u->info, a->simd, 1, cols, a->d, u->q + r * a->ldq, a->ldq,
+                         NULL, 0, u->kp, s, cols, u->scratch);
 }
 
-/* Scores of the unit's rows against keys j0 .. j0+cols-1 into s (pitch lds), as `scale`
- * multiples; in exact mode into sd (pitch bn) in double instead. */
+/* Scores of the unit's rows against keys j0 .. j0+cols-1: fast rows into s (pitch lds, as
+ * `scale` multiples; with is_direct only when rows_too is set), exact rows into sd (pitch bn)
+ * in double. */
 static void score_tile(const unit *u, size_t j0, size_t cols, float *s, size_t lds,
                        int rows_too) {
     const nw_pool_args *a = u->a;
+    const nw_score_desc *desc = a->score.desc;
     const float *k = u->k + j0 * a->ldk;
-    if (u->exact) {
-        for (size_t r = 0; r < u->rows; r++)
+    if (u->info->finite) {
+        desc->prepare(&a->score, u->info, cols, a->d, k, a->ldk, u->kp);
+        if (!is_direct(u))
+            desc->block(&a->score, u->info, a->simd, u->rows, cols, a->d, u->q, a->ldq, k,
+                        a->ldk, u->kp, s, lds, u->scratch);
+        else
+            for (size_t r = 0; rows_too && r < u->rows; r++)
+                if (!u->exact[r])
+                    score_row(u, r, cols, s + r * lds);
+    }
+    for (size_t r = 0; u->any_exact && r < u->rows; r++)
+        if (u->exact[r])
             for (size_t j = 0; j < cols; j++)
                 u->sd[r * u->bn + j] =
                     nw_ref_score(&a->score, a->d, u->q + r * a->ldq, k + j * a->ldk);
-        return;
-    }
-    switch ((int)a->score.kind) {
-    case NWATTN_SCORE_DOT:
-        if (u->rescaled) {
-            copy_scaled(cols, a->d, k, a->ldk, u->exponent, u->kp);
-            nw_blas_sgemm(1, u->rows, cols, a->d, u->dot_alpha, u->qp, a->d, u->kp, a->d, 0.0f,
-                          s, lds);
-        } else {
-            /* Q·(K^T) on a transposed copy of the key tile: OpenBLAS runs small untransposed
-             * products without packing them (about a third faster here than Q·K^T), and the
-             * copy is one pass over a tile of keys that is in cache anyway. */
-            for (size_t j = 0; j < cols; j++)
-                for (size_t p = 0; p < a->d; p++)
-                    u->kp[p * u->bn + j] = k[j * a->ldk + p];
-            nw_blas_sgemm(0, u->rows, cols, a->d, a->score.scale, u->q, a->ldq, u->kp, u->bn,
-                          0.0f, s, lds);
-        }
-        return;
-    case NW_SCORE_ZERO:
-        for (size_t r = 0; r < u->rows; r++)
-            memset(s + r * lds, 0, cols * sizeof(float));
-        return;
-    default:
-        nw_rescale_rows(cols, a->d, k, a->ldk, u->centre, u->inv_h, u->exponent, u->kp,
-                        u->knorm);
-        if (a->d == 1) { /* as nw_blas_scores: directly, the same roundings (simd.h) */
-            for (size_t r = 0; rows_too && r < u->rows; r++)
-                direct_row(u, r, cols, s + r * lds);
-            return;
-        }
-        nw_blas_sgemm(1, u->rows, cols, a->d, -2.0f, u->qp, a->d, u->kp, a->d, 0.0f, s, lds);
-        nw_distance_scores(a->score.kind, u->rows, cols, u->qnorm, u->knorm, s, lds);
-    }
 }
 
 /* ---- The float fast path ---------------------------------------------------------------- */
 /* Whether row r's tile can take the float path: plain float scores, no additive mask, and a
  * row not in the +inf limit. */
 static int fast_row(const unit *u, size_t r) {
-    return !u->exact && u->scale == 1.0 && u->mask_rows[r].additive == NULL &&
+    return !u->exact[r] && u->scale == 1.0 && u->mask_rows[r].additive == NULL &&
            u->row[r].max != INFINITY;
 }
 
@@ -232,10 +161,11 @@ static double tile_value(const unit *u, size_t r, size_t j0, size_t j, const flo
     if (key >= row->limit || nw_mask_row_drops(row, key))
         return -INFINITY;
     const double add = row->additive != NULL ? (double)row->additive[key] : 0.0;
-    const double x = u->exact ? u->sd[r * u->bn + j] : (double)s[j];
+    const int exact = u->exact[r];
+    const double x = exact ? u->sd[r * u->bn + j] : (double)s[j];
     if (add == -INFINITY || x == -INFINITY)
         return -INFINITY;
-    return (u->exact ? x : u->scale * x) + add;
+    return (exact ? x : u->scale * x) + add;
 }
 
 /* The general online-softmax step for row r's tile s (the row of u->s): values in double,
@@ -292,8 +222,10 @@ static size_t live_keys(const unit *u) {
 static void write_weights(unit *u, size_t keys) {
     const nw_pool_args *a = u->a;
     float *w = NW_ITEM(a, w, u->b, u->h) + u->i0 * a->ldw;
-    for (size_t j0 = 0; j0 < a->n; j0 += u->bn) {
-        size_t cols = min_size(u->bn, a->n - j0);
+    size_t cols;
+    for (size_t j0 = 0; j0 < a->n; j0 += cols) {
+        /* The tiles of the first pass, so that every score is the one L was summed from. */
+        cols = j0 < keys ? min_size(u->bn, keys - j0) : min_size(u->bn, a->n - j0);
         if (j0 < keys)
             score_tile(u, j0, cols, w + j0, a->ldw, 1);
         for (size_t r = 0; r < u->rows; r++) {
@@ -351,7 +283,7 @@ void nw_fused_unit(const nw_fused_plan *plan, size_t index, size_t worker) {
     }
     const size_t keys = live_keys(&u);
     if (keys > 0)
-        choose_scores(&u);
+        choose_rows(&u);
 
     /* One value per key in a contiguous column: P·V is a dot product per row, done while the
      * row is in cache (a one-column sgemm is several times slower than that). */
@@ -363,8 +295,8 @@ void nw_fused_unit(const nw_fused_plan *plan, size_t index, size_t worker) {
         for (size_t r = 0; r < u.rows; r++) {
             float *s = u.s + r * u.bn;
             float alpha;
-            if (direct)
-                direct_row(&u, r, cols, s);
+            if (direct && !u.exact[r] && u.info->finite)
+                score_row(&u, r, cols, s);
             if (dot_values && fast_row(&u, r) && dot_row(&u, r, j0, cols, s))
                 continue;
             if (fast_row(&u, r)) {

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "nw.h"
+#include "score/score.h"
 #include "pool.h"
 #include "threads.h"
 
@@ -17,6 +18,7 @@ static nwattn_status predict_pooled(nwattn_context *ctx, const nw_call *call, co
     args.simd = ctx->simd;
     args.score.kind =
         mod->kernel == NWATTN_KERNEL_GAUSSIAN ? NWATTN_SCORE_GAUSSIAN : NWATTN_SCORE_LAPLACE;
+    args.score.desc = nw_score_desc_of(args.score.kind);
     args.score.bandwidth = bandwidths[0];
     args.score.bandwidths = bandwidths;
     args.mask.m = m;

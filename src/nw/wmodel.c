@@ -8,6 +8,7 @@
 
 #include "core/row_state.h"
 #include "mask.h"
+#include "score/score.h"
 #include "nw.h"
 
 #define BLOCK_FLOATS ((size_t)1 << 21) /* scores per block: 8 MiB, two blocks */
@@ -18,7 +19,7 @@ static size_t block_rows(const nw_wmodel_args *a) {
     return rows > 0 ? rows : 1;
 }
 
-static const nw_score unit_gaussian = {NWATTN_SCORE_GAUSSIAN, 0.0f, 1.0f, NULL};
+static const nw_score unit_gaussian = {&nw_score_gaussian, NWATTN_SCORE_GAUSSIAN, 0.0f, 1.0f, NULL};
 
 size_t nw_wmodel_bytes(const nw_kernels *kernels, const nw_wmodel_args *a) {
     size_t floats, bytes, extra;
@@ -61,7 +62,7 @@ static void run_fast(const nw_kernels *kernels, const nw_wmodel_args *a, void *m
         const size_t lda = a->weights ? a->ldw : lds;
         float *yh = a->yhat ? a->yhat + i0 * a->ldyhat : yh_block;
         const size_t ldyh = a->yhat ? a->ldyhat : (dv > 0 ? dv : 1);
-        kernels->scores(&unit_gaussian, rows, n, a->d, a->q + i0 * a->ldq, a->ldq, a->k, a->ldk, s0,
+        kernels->scores(a->simd, &unit_gaussian, rows, n, a->d, a->q + i0 * a->ldq, a->ldq, a->k, a->ldk, s0,
                         lds, row_scale, scratch);
         /* The scores come as row_scale · t (a power of two, 1 unless the data are extreme). */
         for (size_t r = 0; r < rows; r++)

@@ -7,9 +7,14 @@
 /* One score in double precision. */
 double nw_ref_score(const nw_score *score, size_t d, const float *q, const float *k);
 
+/* One row of scores against n keys: x (n doubles) receives them in double, t their float
+ * rounding divided by *row_scale, a power of two (core/range.h). */
+void nw_ref_score_row(const nw_score *score, size_t n, size_t d, const float *q, const float *k,
+                      size_t ldk, float *t, double *row_scale, double *x);
+
 size_t nw_ref_scores_workspace(const nw_score *score, size_t m, size_t n, size_t d);
-void nw_ref_scores(const nw_score *score, size_t m, size_t n, size_t d, const float *q,
-                   size_t ldq, const float *k, size_t ldk, float *t, size_t ldt,
+void nw_ref_scores(const nw_simd *simd, const nw_score *score, size_t m, size_t n, size_t d,
+                   const float *q, size_t ldq, const float *k, size_t ldk, float *t, size_t ldt,
                    double *row_scale, void *scratch);
 void nw_ref_softmax(const nw_simd *simd, const nw_mask *mask, size_t b, size_t i0,
                     size_t rows, size_t n, const float *s, size_t lds,

@@ -327,8 +327,9 @@ static int blas_leading_dim(int v, at_case *c, at_bad *bad) {
 }
 
 static int bad_score_kind(int v, at_case *c, at_bad *bad) {
-    /* 100 is the library's internal "zero score" kind: it must not be reachable. */
-    static const int kinds[] = {3, 100, -1, INT_MAX};
+    /* 4 is the first value past the enum; 100 was the library's internal "zero score" kind,
+     * which must stay unreachable. */
+    static const int kinds[] = {4, 100, -1, INT_MAX};
     if (c->fn->score_dim < 0 || v >= (int)(sizeof kinds / sizeof kinds[0]))
         return 0;
     c->score.kind = (nwattn_score_kind)kinds[v];

@@ -1,0 +1,36 @@
+/* The gaussian score: -|q - k|^2 / (2 h^2), with per-dimension bandwidths -sum_l (q_l - k_l)^2 / (2 h_l^2): the Nadaraya-Watson Gaussian kernel.
+ * The machinery is shared with the other distance score (score_distance.c). */
+#include <math.h>
+
+#include "score_distance.h"
+
+static double ref(const nw_score *score, size_t d, const float *q, const float *k) {
+    return -0.5 * nw_distance_ref_t(score, d, q, k);
+}
+
+static void block(const nw_score *score, const nw_keys_info *info, const nw_simd *simd, size_t m,
+                  size_t n, size_t d, const float *q, size_t ldq, const float *k, size_t ldk,
+                  const float *kp, float *t, size_t ldt, float *scratch) {
+    (void)score, (void)k, (void)ldk;
+    nw_distance_block(1, info, simd, m, n, d, q, ldq, kp, t, ldt, scratch);
+}
+
+static double scale(const nw_score *score, const nw_keys_info *info) {
+    (void)score;
+    return ldexp(1.0, 2 * info->exponent);
+}
+
+const nw_score_desc nw_score_gaussian = {
+    .name = "gaussian",
+    .check = nw_distance_check,
+    .ref = ref,
+    .info_doubles = nw_distance_info_doubles,
+    .keys_info = nw_distance_keys_info,
+    .row_fast = nw_distance_row_fast,
+    .prep_floats = nw_distance_prep_floats,
+    .row_floats = nw_distance_row_floats,
+    .prepare = nw_distance_prepare,
+    .block = block,
+    .scale = scale,
+    .row_direct_max_d = 1,
+};
