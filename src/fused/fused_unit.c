@@ -5,7 +5,7 @@
  * rescales L and A by exp(M - M'). At the end O = A / L and lse = M + log L, a single division
  * per row; a row without a live key has L = 0 and gets zeros and -INFINITY.
  *
- * The rows follow the rules of nwattn.h "Range and non-finite values", like the unfused
+ * The rows follow the rules of docs/numerics.md (range, non-finite values), like the unfused
  * kernels: scores beyond the float range travel as float times a power of two (`scale`, as
  * the BLAS scores do), NaN or Inf in the data make the unit evaluate its scores by the
  * reference formulas in double (`exact`), and score + additive is formed in double. Rows that

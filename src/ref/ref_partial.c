@@ -1,7 +1,7 @@
 /* Reference partial states: for every row, masked scores in double, their maximum M, the sum
  * L = sum_j exp(s_j - M) and the accumulator A = sum_j exp(s_j - M) v_j, with the rules of
- * nwattn.h "Range and non-finite values" (a live NaN, the +inf limit, shifts beyond the float
- * range). */
+ * docs/numerics.md, "The softmax row contract" and "Partial states and merging" (a live NaN,
+ * the +inf limit, shifts beyond the float range). */
 #include <float.h>
 #include <math.h>
 
