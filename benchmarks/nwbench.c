@@ -24,7 +24,7 @@
  * or GFLOP/s), the ratio to the naive loop (whose time is that of one thread) and the ratio
  * of its rate to the ceiling's at the same thread count.
  *
- * Threads: for each count T, one pool at a time, as README "Threads" recommends. The BLAS's
+ * Threads: for each count T, one pool at a time, as docs/threads.md recommends. The BLAS's
  * own threads (openblas_set_num_threads: this program is the caller and may set them; the
  * library never does) are T for the ceilings, the sgemm loops and the unfused `blas` backend,
  * and 1 while nwattn's context workers (T of them) run the `fused` backend, nwattn_bmm or the

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Prints the README's performance tables (markdown) from a results JSON.
+"""Prints the performance tables of docs/performance.md (markdown) from a results JSON.
 
     /usr/bin/python3 benchmarks/report.py benchmarks/results/results.json
 

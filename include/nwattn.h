@@ -1,91 +1,35 @@
 /*
  * nwattn.h — attention pooling as Nadaraya-Watson kernel regression.
  *
- * This header is the manual. Everything the library exports is declared here.
+ * This header is the manual: everything the library exports is declared here, each function
+ * with its contract directly above it. It computes
  *
  *   O = softmax(score(Q, K) + mask) · V
  *
+ * with a scaled dot product, Gaussian or Laplace score, plus attention layers, partial states
+ * for sharded keys, and a Nadaraya-Watson regression toolkit (last part of this header).
+ *
  * Conventions shared by every function
- * ------------------------------------
- * - float32 data, row-major. A matrix argument is (pointer, leading dimension); the leading
- *   dimension (ld*) counts elements between consecutive rows and must be >= the row length.
- * - Every pooling primitive is batched like torch.bmm: `batch` items, each matrix argument
- *   followed by its batch stride (stride_*, elements between consecutive items). With
- *   batch == 1 strides are ignored. An input stride of 0 broadcasts one matrix to every item.
- *   An output stride must keep the items apart: stride >= (rows - 1) * ld + cols.
- *   (The Nadaraya-Watson regression section at the end works on one data set per call.)
- * - Shapes: Q is m×d, K is n×d, V is n×dv, scores and weights are m×n, O is m×dv.
- * - batch == 0 or m == 0 is a valid empty problem: NWATTN_OK, nothing is written. dv == 0
- *   leaves O empty (weights and lse are still written when asked for). n == 0 (no keys) is
- *   valid: every row is fully masked (see "Masks"). d must be >= 1.
- * - Every function returns an nwattn_status. On any error nothing that the caller passed as an
- *   output has been written, and nwattn_context_last_error() explains what was wrong.
- * - The library never aborts, exits, prints or asserts; it has no mutable global state.
+ * - float32 data, row-major. A matrix argument is (pointer, leading dimension ld*: elements
+ *   between consecutive rows, >= the row length) and, for the batched primitives, a batch
+ *   stride (stride_*: elements between items, as torch.bmm). With batch == 1 strides are
+ *   ignored; an input stride of 0 broadcasts one matrix to every item; an output stride must
+ *   keep items apart: stride >= (rows - 1) * ld + cols.
+ * - Shapes: Q is m×d, K is n×d, V is n×dv, scores and weights m×n, O m×dv. d >= 1. batch == 0
+ *   or m == 0 is a valid empty problem (NWATTN_OK, nothing written); dv == 0 leaves O empty
+ *   (weights and lse are still written when asked for); n == 0 makes every row fully masked.
+ * - Every function returns an nwattn_status. On any error nothing that the caller passed as
+ *   an output has been written; nwattn_context_last_error() says what was wrong.
+ * - A context (nwattn_context) holds the backend, the worker threads and reusable working
+ *   memory. One context per thread at a time; distinct contexts are independent, read-only
+ *   inputs may be shared. No aborts, exits, prints, asserts or mutable global state.
  *
- * Range and non-finite values
- * ---------------------------
- * - Valid parameters and data of any magnitude work: bandwidths from the smallest positive float
- *   to FLT_MAX, any finite scale, any finite data. The poolings (nwattn_pool,
- *   nwattn_average_pool, nwattn_attention) never round a score to float on its way to the
- *   softmax (scores travel as float times a power of two, or in double), under every backend,
- *   so with h = 1e-30 the nearest key gets its limit weight 1 rather than every score
- *   overflowing to -inf. nwattn_scores returns the float rounding of each score,
- *   which is ±INFINITY beyond ±FLT_MAX; since nwattn_softmax reads a -INFINITY score as masked,
- *   use nwattn_pool (which can also return the weights) for such extreme scales.
- * - Softmax rows (nwattn_softmax, nwattn_pool): a key is live unless its position, keep byte,
- *   valid length, an additive -INFINITY or a score of -INFINITY masks it; the score and additive
- *   value of a masked key are never looked at. The value of a live key is score + additive,
- *   evaluated in double, so it may be +INFINITY or NaN but never overflows. Then per row:
- *     no live key                  -> weights 0, output 0, lse -INFINITY ("fully masked");
- *     some live value is NaN       -> live weights NaN, masked weights 0, output and lse NaN;
- *     c live values are +INFINITY  -> weight 1/c on each of them, 0 elsewhere, lse +INFINITY
- *                                     (the limit of scores growing without bound);
- *     otherwise                    -> the ordinary max-shifted softmax.
- *   lse is the float rounding of the log-sum-exp, so it is also ±INFINITY when the true value
- *   lies beyond ±FLT_MAX (all scores below -1e38, say); the weights tell such rows apart.
- * - NaN and Inf in Q or K give the scores that IEEE arithmetic gives for the definitions,
- *   evaluated in double: for Gaussian and Laplace an infinite coordinate facing a finite one is
- *   an infinite distance, score -INFINITY, so that key is masked for that query; Inf - Inf and
- *   NaN give a NaN score. Dot scores are IEEE sums of products (Inf · 0 = NaN). All backends
- *   agree on this (BLAS and FUSED evaluate a block holding a non-finite value by the reference
- *   formulas).
- * - NaN and Inf in V, and in nwattn_bmm operands, follow IEEE arithmetic: a key with a nonzero
- *   weight passes them to its output row. Whether a key with weight 0 (a masked one, say) does
- *   is unspecified: REFERENCE, and BLAS on OpenBLAS, pass NaN (0 · NaN = NaN, 0 · Inf = NaN);
- *   FUSED never reads keys beyond every row's valid length; a BLAS that skips zero factors may
- *   not. Keep the values of padding keys finite.
- * - Partial states (nwattn_pool_partial) follow the same rules: a live NaN makes the row's
- *   state NaN (max, sum and acc); live +INFINITY values give max = +INFINITY, sum = their
- *   count and acc = the sum of their values, which merging and finishing carry to the limit.
- *   The stored shift is a float: a row whose largest live value lies beyond ±FLT_MAX cannot be
- *   held and gets a NaN state (never an empty one that would finish to zeros); use nwattn_pool
- *   for such scales.
- *
- * Threads: a context must not be used by two threads at the same time. Distinct contexts are
- * fully independent, and read-only inputs may be shared by any number of concurrent calls.
- * The library never changes the BLAS's own thread settings (see nwattn_context_set_threads).
- *
- * Accuracy (measured by the tests, see README "Accuracy"):
- * - NWATTN_BACKEND_REFERENCE evaluates the definitions with double accumulation and computes
- *   (q - k)^2 directly; its results are the float rounding of the exact value up to a few ulp.
- * - NWATTN_BACKEND_BLAS rounds scores like a float32 GEMM: for dot scores the error is about
- *   d · 2^-24 · |scale| · |q| |k|; Gaussian and Laplace scores with d > 1 use
- *   |q|^2 + |k|^2 - 2 q·k on data centred on the mean key and divided by h, so their error is
- *   about d · 2^-24 · (|q'|^2 + |k'|^2) (Gaussian) and the square root of that (Laplace), where
- *   q' = (q - mean key) / h; with d == 1 they compute (q - k) / h directly (a few ulp).
- *   Weights then carry that absolute score error as relative error.
- * - NWATTN_BACKEND_FUSED computes its scores exactly like BLAS (the same products on tiles, the
- *   same centred expansion); its row sums are kept in double, the accumulator in float, so
- *   outputs carry about the error of the unfused float W·V product. The tests hold FUSED and
- *   BLAS to the same bounds against REFERENCE.
- * - With d = 1, Gaussian and Laplace scores skip the expansion under BLAS and FUSED: they are
- *   (q' - k')^2 computed directly, so the cancellation error above does not arise.
- * - BLAS and FUSED exponentials come from the library's own vector kernels (AVX-512F,
- *   AVX2 + FMA or portable C, whichever the CPU runs, chosen when the context is created):
- *   within 2 ulp of the correctly rounded expf for every float input (measured over
- *   all 2^32 inputs: 0.89 ulp at worst with FMA, 1.19 in portable C, denormal results
- *   included), exp(-INFINITY) exactly 0, NaN kept. No -ffast-math: masked keys stay
- *   exactly 0.
+ * Contents: version · status codes · context (backends, threads, memory) · scores and masks ·
+ * pooling · building blocks (scores, softmax, bmm) · partial states · attention layers ·
+ * Nadaraya-Watson regression · random numbers and data sets.
+ * The long form lives in docs/: numerics.md (accuracy, range, non-finite values, the softmax
+ * row contract, partial states), fused.md, threads.md, regression.md, performance.md,
+ * bindings.md, building.md.
  */
 #ifndef NWATTN_H
 #define NWATTN_H
@@ -142,36 +86,9 @@ NWATTN_API const char *nwattn_status_name(nwattn_status status);
 NWATTN_API const char *nwattn_status_describe(nwattn_status status);
 
 /* ---- Context ----------------------------------------------------------------------------- */
-/* The caller-owned handle for settings and reusable working memory. One per thread. */
+/* The caller-owned handle for settings and reusable working memory. It must not be used by two
+ * threads at the same time: one per thread. */
 typedef struct nwattn_context nwattn_context;
-
-/* How a pooling is computed (nwattn_pool, nwattn_average_pool, nwattn_attention):
- * - BLAS: unfused. Scores of a block of query rows (at most 16 MiB of them) in one sgemm, a
- *   masked softmax, then W·V in one sgemm.
- * - FUSED: tiles of (up to) 64 query rows × 16 .. 256 keys; the tile products go through
- *   cblas_sgemm and an online softmax (running row max, running row sum, unnormalised
- *   accumulator) combines the tiles, with one division per row at the end. The m×n weights
- *   never exist: working memory is a few tiles per worker thread, whatever m and n. Key tiles
- *   that the mask hides from every row of a block (causal, valid lengths) are skipped. If the
- *   caller asks for the weights, a second pass writes exp(score - lse) into them.
- * - AUTO picks REFERENCE when a leading dimension does not fit the BLAS integer; for poolings
- *   FUSED when n >= 32 and d, dv <= 128, else BLAS. The choice depends on the shape only, so
- *   requesting weights or lse never changes the output.
- *   Measured (benchmarks/fused_vs_unfused, one shared and noisy 2-core x86-64, OpenBLAS
- *   0.3.21, one thread): with d = dv in 2 .. 128 the fused path took 0.6 - 0.9 times the
- *   unfused time for m = n from 32 to 8192, and 0.4 - 0.9 for m = 1 or 16 queries over
- *   64 .. 65536 keys; at m = n = 16 they tie. With d = dv = 256 or 512 the two are within
- *   about ±30 % either way (the work is GEMM-bound, and the unfused path's two large products
- *   use the BLAS better), so AUTO stays unfused there. README "Fused path" has the tables.
- * The other primitives (scores, softmax, bmm) have nothing to fuse: FUSED runs them like BLAS.
- * Partial states (nwattn_pool_partial) are computed by the fused tiles under every backend
- * but REFERENCE. */
-typedef enum nwattn_backend {
-    NWATTN_BACKEND_AUTO = 0,      /* by shape: see above */
-    NWATTN_BACKEND_REFERENCE = 1, /* plain loops, double accumulation: the oracle */
-    NWATTN_BACKEND_BLAS = 2,      /* cblas_sgemm / sgemv / sgemm_batch, float softmax */
-    NWATTN_BACKEND_FUSED = 3      /* tiled online softmax on cblas_sgemm tiles */
-} nwattn_backend;
 
 /* Working memory comes from this allocator; alloc returning NULL makes the call fail with
  * NWATTN_ERR_ALLOC and leaves the outputs untouched. */
@@ -181,36 +98,60 @@ typedef struct nwattn_allocator {
     void *user;
 } nwattn_allocator;
 
-/* Creates a context with NWATTN_BACKEND_AUTO and the C library's malloc/free. */
+/* Creates a context with NWATTN_BACKEND_AUTO, one thread and the C library's malloc/free. */
 NWATTN_API nwattn_status nwattn_context_create(nwattn_context **out);
 /* The same with a caller's allocator (copied; it is used for the context itself as well). */
 NWATTN_API nwattn_status nwattn_context_create_with_allocator(nwattn_context **out,
                                                               const nwattn_allocator *allocator);
-/* Frees the context and its working memory. NULL is a no-op. */
+/* Frees the context, its working memory and its worker threads. NULL is a no-op. */
 NWATTN_API void nwattn_context_destroy(nwattn_context *ctx);
 
+/* The message of the last failed call on this context ("" after a successful call). Valid until
+ * the next call on the context. Never NULL, also for ctx == NULL. */
+NWATTN_API const char *nwattn_context_last_error(const nwattn_context *ctx);
+
+/* How a pooling (nwattn_pool, nwattn_average_pool, nwattn_attention) is computed. Accuracy per
+ * backend and score kind: docs/numerics.md; the fused path and AUTO's measurements:
+ * docs/fused.md.
+ * - REFERENCE: the definitions with double accumulation, (q - k)^2 computed directly: the
+ *   float rounding of the exact result up to a few ulp. The oracle.
+ * - BLAS: unfused. Scores of a block of query rows (at most 16 MiB of them) in one sgemm, a
+ *   masked float softmax, then W·V in one sgemm. Scores are rounded like a float32 GEMM.
+ * - FUSED: tiles of up to 64 query rows × 16 .. 256 keys through cblas_sgemm with an online
+ *   softmax (row sums in double); the m×n weights never exist, working memory is a few tiles
+ *   per worker. Scores exactly as BLAS; the tests hold FUSED and BLAS to the same bounds.
+ * - AUTO: REFERENCE when a leading dimension does not fit the BLAS integer; for poolings FUSED
+ *   when n >= 32 and d, dv <= 128, else BLAS. By shape only: requesting weights or lse never
+ *   changes the output.
+ * BLAS and FUSED exponentials are the library's vector kernels (AVX-512F, AVX2 + FMA or
+ * portable C, chosen when the context is created): within 2 ulp of the correctly rounded expf,
+ * exp(-INFINITY) exactly 0, NaN kept. The other primitives (scores, softmax, bmm) have nothing
+ * to fuse: FUSED runs them like BLAS. Partial states use the fused tiles under every backend
+ * but REFERENCE. */
+typedef enum nwattn_backend {
+    NWATTN_BACKEND_AUTO = 0,      /* by shape: see above */
+    NWATTN_BACKEND_REFERENCE = 1, /* plain loops, double accumulation: the oracle */
+    NWATTN_BACKEND_BLAS = 2,      /* cblas_sgemm / sgemv / sgemm_batch, float softmax */
+    NWATTN_BACKEND_FUSED = 3      /* tiled online softmax on cblas_sgemm tiles */
+} nwattn_backend;
+
+/* The context's backend (default NWATTN_BACKEND_AUTO); an unknown value is NWATTN_ERR_BAD_ENUM. */
 NWATTN_API nwattn_status nwattn_context_set_backend(nwattn_context *ctx, nwattn_backend backend);
 NWATTN_API nwattn_backend nwattn_context_get_backend(const nwattn_context *ctx);
 
-/* Threads. A context has `threads` workers for the fused pooling, nwattn_bmm's small products
- * and the fast path of the Nadaraya-Watson regression functions (default 1: everything runs on
- * the calling thread). With threads > 1 a call cuts its work into units (for the fused path:
- * batch item, head, block of query rows) and runs them on the calling thread and on threads - 1
- * pthreads that belong to the context: the first call that needs them starts them, and they
- * stay, waiting for the next call, until nwattn_context_destroy or a change of the count (which
- * joins them). Between calls they spin for 1 ms (yielding to other runnable threads) and then
- * sleep, using no CPU. They are named nwattn-w1, nwattn-w2, ..., block every signal, and are
- * never shared between contexts. In a child forked from a process whose context had them, that
- * context starts new ones. If a thread cannot be started, the others (or the calling thread
- * alone) do its units: calls never fail for it. Every unit runs its tile products as separate BLAS calls on its own worker, and the
- * tiles are sized (m·n·k <= 2^18) so that OpenBLAS computes them on that worker without waking
- * its own thread pool: the two pools never compete for the cores. The library never calls
- * openblas_set_num_threads or changes any other process-wide setting. The unfused BLAS path and
- * the projections of nwattn_attention run on the calling thread with the BLAS's own threads,
- * however the caller configured them (OPENBLAS_NUM_THREADS, openblas_set_num_threads). Use one
- * pool at a time: either context threads with the fused path, or BLAS threads with one context
- * thread; README "Threads" has the measurements. 1 <= threads <= NWATTN_MAX_THREADS, else
- * NWATTN_ERR_BAD_PARAMETER. */
+/* Worker threads (docs/threads.md). A context has `threads` workers (default 1: everything on
+ * the calling thread) for the fused pooling, nwattn_bmm's small products and the fast path of
+ * the regression functions: the calling thread plus threads - 1 pthreads owned by the context,
+ * started by the first call that needs them and joined by nwattn_context_destroy or a change
+ * of the count. Between calls they spin 1 ms (yielding), then sleep. They are named nwattn-w1,
+ * nwattn-w2, ..., block every signal and are never shared between contexts; a forked child
+ * starts new ones. A thread that cannot be started costs speed, never a failure.
+ * Their BLAS calls are sized (m·n·k <= 2^18) so that OpenBLAS runs them without waking its own
+ * pool. The library never calls openblas_set_num_threads or changes any process-wide setting;
+ * the unfused BLAS path and nwattn_attention's projections use the BLAS's own threads as the
+ * caller configured them. Use one pool at a time: context threads with the fused path, or
+ * BLAS threads with one context thread.
+ * 1 <= threads <= NWATTN_MAX_THREADS, else NWATTN_ERR_BAD_PARAMETER. */
 #define NWATTN_MAX_THREADS 256
 NWATTN_API nwattn_status nwattn_context_set_threads(nwattn_context *ctx, size_t threads);
 /* The context's thread count (1 for ctx == NULL). */
@@ -222,22 +163,23 @@ NWATTN_API size_t nwattn_context_get_threads(const nwattn_context *ctx);
 NWATTN_API size_t nwattn_context_workspace_bytes(const nwattn_context *ctx);
 NWATTN_API void nwattn_context_release_workspace(nwattn_context *ctx);
 
-/* The message of the last failed call on this context ("" after a successful call). Valid until
- * the next call on the context. Never NULL, also for ctx == NULL. */
-NWATTN_API const char *nwattn_context_last_error(const nwattn_context *ctx);
-
-/* ---- Scores ------------------------------------------------------------------------------ */
+/* ---- Scores and masks -------------------------------------------------------------------- */
 typedef enum nwattn_score_kind {
     NWATTN_SCORE_DOT = 0,      /* scale · q·k; scaled dot product: scale = 1/sqrt(d) */
     NWATTN_SCORE_GAUSSIAN = 1, /* -|q - k|^2 / (2 h^2)            (Nadaraya-Watson, Gaussian) */
     NWATTN_SCORE_LAPLACE = 2,  /* -|q - k| / h, Euclidean norm     (exponential decay kernel) */
-    NWATTN_SCORE_COSINE = 3    /* scale · q·k / (|q| |k|); 0 where q or k has norm 0 (cosine attention) */
+    NWATTN_SCORE_COSINE = 3    /* scale · q·k / (|q| |k|), 0 if q or k is 0 (cosine attention) */
 } nwattn_score_kind;
 
 /* How a query is compared with a key. With per-dimension bandwidths h_j the distance is taken
  * on the rescaled coordinates: Gaussian -sum_j (q_j - k_j)^2 / (2 h_j^2), Laplace
  * -sqrt(sum_j ((q_j - k_j) / h_j)^2). d2l's nonparametric pooling is Gaussian with h = 1, its
- * parametric model softmax(-((x - x_i) w)^2 / 2) is Gaussian with h = 1/|w|. */
+ * parametric model softmax(-((x - x_i) w)^2 / 2) is Gaussian with h = 1/|w|.
+ * Accuracy per kind and backend (BLAS and FUSED: float32 GEMM rounding for dot and cosine;
+ * Gaussian and Laplace with d <= 8 computed directly, (d + 4)·2^-24 relative; REFERENCE in
+ * double from input to output): docs/numerics.md "Scores, per kind".
+ * NaN and Inf in Q or K give the IEEE score of the definition under every backend; for Gaussian
+ * and Laplace an infinite coordinate facing a finite one gives score -INFINITY (masked). */
 typedef struct nwattn_score {
     nwattn_score_kind kind;
     float scale;             /* DOT and COSINE only: finite */
@@ -245,20 +187,10 @@ typedef struct nwattn_score {
     const float *bandwidths; /* NULL, or d per-dimension bandwidths, each finite and > 0 */
 } nwattn_score;
 
-/* S_b = score(Q_b, K_b): m×n raw scores, no mask. Each is the float rounding of the score, so
- * scores beyond ±FLT_MAX come out as ±INFINITY (see "Range and non-finite values"). */
-NWATTN_API nwattn_status nwattn_scores(nwattn_context *ctx, const nwattn_score *score,
-                                       size_t batch, size_t m, size_t n, size_t d,
-                                       const float *q, size_t ldq, size_t stride_q,
-                                       const float *k, size_t ldk, size_t stride_k,
-                                       float *s, size_t lds, size_t stride_s);
-
-/* ---- Masks ------------------------------------------------------------------------------- */
-/* Key j is masked for query i of item b when any part of the mask says so. A masked key gets
- * exactly zero weight (not the tiny weight of d2l's -1e6 trick). A row whose keys are all masked
- * gets zero weights, a zero output and log-sum-exp -INFINITY: never NaN.
- * A score of -INFINITY, or an additive value of -INFINITY, masks its key too (see "Range and
- * non-finite values" above for NaN and +INFINITY). */
+/* Key j is masked for query i of item b when any part of the mask says so, or when its score
+ * or additive value is -INFINITY. A masked key gets exactly zero weight (not the tiny weight of
+ * d2l's -1e6 trick), and its score and additive value are never looked at. A row whose keys
+ * are all masked gets zero weights, a zero output and log-sum-exp -INFINITY: never NaN. */
 enum {
     NWATTN_MASK_LEAVE_ONE_OUT = 1u << 0, /* key i is masked for query i (d2l's training set-up) */
     NWATTN_MASK_CAUSAL = 1u << 1,        /* keys j > i are masked */
@@ -279,36 +211,17 @@ typedef struct nwattn_mask {
     size_t ld_keep, stride_keep;
 } nwattn_mask;
 
-/* ---- Softmax ----------------------------------------------------------------------------- */
-/* W_b = softmax over each row of (S_b + mask), max-shifted. W may be S itself (same pointer, ld
- * and stride) for an in-place softmax. lse, if not NULL, receives each row's log-sum-exp of the
- * unmasked (S + additive) entries, lse[b·stride_lse + i]; -INFINITY for fully masked rows. */
-NWATTN_API nwattn_status nwattn_softmax(nwattn_context *ctx, const nwattn_mask *mask,
-                                        size_t batch, size_t m, size_t n,
-                                        const float *s, size_t lds, size_t stride_s,
-                                        float *w, size_t ldw, size_t stride_w,
-                                        float *lse, size_t stride_lse);
-
-/* ---- Batched product (weighted averages) ------------------------------------------------- */
-/* C_b = A_b · B_b with A_b m×k, B_b k×n, C_b m×n: torch.bmm. With A = weights and B = values
- * this is the weighted average O = W·V. Goes through cblas_sgemm_batch where the BLAS has it;
- * single-column and single-row products go through sgemv, which is much faster for them, and
- * a batch of dot products (m = n = 1, d2l's (B, 1, n) × (B, n, 1), with contiguous columns
- * of B) through the library's vector dot kernel in one pass, with no BLAS call per item.
- * With context threads > 1 (nwattn_context_set_threads), items with m·n·k <= 2^18 are
- * spread over the workers; larger ones run one after the other on the BLAS's threads. */
-NWATTN_API nwattn_status nwattn_bmm(nwattn_context *ctx, size_t batch,
-                                    size_t m, size_t n, size_t k,
-                                    const float *a, size_t lda, size_t stride_a,
-                                    const float *b, size_t ldb, size_t stride_b,
-                                    float *c, size_t ldc, size_t stride_c);
-
-/* ---- Attention pooling ------------------------------------------------------------------- */
+/* ---- Pooling ----------------------------------------------------------------------------- */
 /* O_b = softmax(score(Q_b, K_b) + mask) · V_b in one call.
- * weights (m×n) and lse are optional outputs (NULL to skip): pass weights to draw heatmaps.
- * Without them the m×n weights never exist as a whole: the unfused path (BLAS, REFERENCE)
- * forms them a block of query rows at a time in the context's working memory, the fused path
- * (FUSED, and AUTO for most shapes) a tile at a time. */
+ * weights (m×n) and lse (lse[b·stride_lse + i]) are optional outputs (NULL to skip): pass
+ * weights to draw heatmaps. Without them the m×n weights never exist as a whole: the unfused
+ * path forms them a block of query rows at a time in the context's working memory, the fused
+ * path a tile at a time. Outputs must not overlap the inputs or each other (ALIASING).
+ * Rows follow the softmax row contract (see nwattn_softmax). Scores never pass through float
+ * on their way to the softmax, so any valid bandwidth (smallest positive float .. FLT_MAX) and
+ * scale works: with h = 1e-30 the nearest key gets weight 1. NaN/Inf in V reach every row that
+ * gives the key a nonzero weight; through a zero weight they may or may not (keep padding
+ * values finite). Accuracy: docs/numerics.md. */
 NWATTN_API nwattn_status nwattn_pool(nwattn_context *ctx, const nwattn_score *score,
                                      const nwattn_mask *mask,
                                      size_t batch, size_t m, size_t n, size_t d, size_t dv,
@@ -319,13 +232,52 @@ NWATTN_API nwattn_status nwattn_pool(nwattn_context *ctx, const nwattn_score *sc
                                      float *weights, size_t ldw, size_t stride_w,
                                      float *lse, size_t stride_lse);
 
-/* Average pooling, the seeds' baseline: every unmasked key gets the same weight, so each row of
- * O_b is the mean of the V_b rows its mask keeps (all of them without a mask). Additive mask
- * values act on a zero score, so they reweight keys. Fully masked rows give zeros. */
+/* Average pooling, the baseline: every unmasked key gets the same weight, so each row of O_b is
+ * the mean of the V_b rows its mask keeps (all of them without a mask). Additive mask values
+ * act on a zero score, so they reweight keys. Fully masked rows give zeros. */
 NWATTN_API nwattn_status nwattn_average_pool(nwattn_context *ctx, const nwattn_mask *mask,
                                              size_t batch, size_t m, size_t n, size_t dv,
                                              const float *v, size_t ldv, size_t stride_v,
                                              float *o, size_t ldo, size_t stride_o);
+
+/* ---- Building blocks: scores, softmax, batched product ----------------------------------- */
+/* S_b = score(Q_b, K_b): m×n raw scores, no mask. Each is the float rounding of the score, so
+ * scores beyond ±FLT_MAX come out as ±INFINITY; since nwattn_softmax reads -INFINITY as masked,
+ * use nwattn_pool (which can also return the weights) for such extreme scales. */
+NWATTN_API nwattn_status nwattn_scores(nwattn_context *ctx, const nwattn_score *score,
+                                       size_t batch, size_t m, size_t n, size_t d,
+                                       const float *q, size_t ldq, size_t stride_q,
+                                       const float *k, size_t ldk, size_t stride_k,
+                                       float *s, size_t lds, size_t stride_s);
+
+/* W_b = softmax over each row of (S_b + mask), max-shifted. W may be S itself (same pointer, ld
+ * and stride) for an in-place softmax. lse, if not NULL, receives each row's log-sum-exp of the
+ * unmasked (S + additive) entries, lse[b·stride_lse + i].
+ * The row contract (also nwattn_pool's; in full in docs/numerics.md): a live key's value is
+ * score + additive in double (it may be +INFINITY or NaN, never overflows); then per row
+ *   no live key                 -> weights 0, output 0, lse -INFINITY ("fully masked");
+ *   some live value is NaN      -> live weights NaN, masked weights 0, output and lse NaN;
+ *   c live values are +INFINITY -> weight 1/c on each of them, 0 elsewhere, lse +INFINITY;
+ *   otherwise                   -> the ordinary max-shifted softmax.
+ * lse is rounded to float, so it is ±INFINITY when the true value lies beyond ±FLT_MAX. */
+NWATTN_API nwattn_status nwattn_softmax(nwattn_context *ctx, const nwattn_mask *mask,
+                                        size_t batch, size_t m, size_t n,
+                                        const float *s, size_t lds, size_t stride_s,
+                                        float *w, size_t ldw, size_t stride_w,
+                                        float *lse, size_t stride_lse);
+
+/* C_b = A_b · B_b with A_b m×k, B_b k×n, C_b m×n: torch.bmm. With A = weights and B = values
+ * this is the weighted average O = W·V. Goes through cblas_sgemm_batch where the BLAS has it;
+ * single-column and single-row products go through sgemv, and a batch of dot products
+ * (m = n = 1, d2l's (B, 1, n) × (B, n, 1), with contiguous columns of B) through the library's
+ * vector dot kernel in one pass. With context threads > 1, items with m·n·k <= 2^18 are spread
+ * over the workers; larger ones run one after the other on the BLAS's threads. NaN and Inf in
+ * A or B follow IEEE arithmetic (0 · NaN may or may not reach C: docs/numerics.md). */
+NWATTN_API nwattn_status nwattn_bmm(nwattn_context *ctx, size_t batch,
+                                    size_t m, size_t n, size_t k,
+                                    const float *a, size_t lda, size_t stride_a,
+                                    const float *b, size_t ldb, size_t stride_b,
+                                    float *c, size_t ldc, size_t stride_c);
 
 /* ---- Partial states: pooling over shards of the keys -------------------------------------- */
 /* The online-softmax state of a pooling over a subset of the keys, for each query row i:
@@ -336,9 +288,12 @@ NWATTN_API nwattn_status nwattn_average_pool(nwattn_context *ctx, const nwattn_m
  * A state with sum 0 is empty (max -INFINITY, acc zeros): the identity of merging.
  * Merging the states of two disjoint subsets gives the state of their union, and finishing a
  * state gives the pooling over its keys: O = acc / sum, lse = max + log(sum). Merging is
- * commutative and associative up to float rounding, so the keys can be sharded across
- * threads, processes or machines in any way, each shard's state computed where its keys
- * live, and the states merged in any order. */
+ * commutative and associative up to float rounding, so keys can be sharded in any way and the
+ * states merged in any order. Non-finite values follow the row contract (a live NaN makes the
+ * row's state NaN; live +INFINITY values give max = +INFINITY, sum = their count and acc =
+ * the sum of their values, which merging and finishing carry to the limit). The shift is a
+ * float: a row whose largest live value lies beyond ±FLT_MAX gets a NaN state, never an
+ * empty one (use nwattn_pool for such scales). Details: docs/numerics.md. */
 typedef struct nwattn_pool_state {
     float *acc; /* batch × m × dv: acc[b·stride_acc + i·ld_acc + c] */
     size_t ld_acc, stride_acc;
@@ -380,7 +335,7 @@ NWATTN_API nwattn_status nwattn_pool_state_finish(nwattn_context *ctx, size_t ba
                                                   float *o, size_t ldo, size_t stride_o,
                                                   float *lse, size_t stride_lse);
 
-/* ---- Positional encoding --------------------------------------------------------------- */
+/* ---- Attention layers: positional encoding, self-, cross- and multi-head attention -------- */
 /* d2l's sinusoidal positional encoding of positions p = first .. first+t-1 (row i is p =
  * first + i), for j = 0 .. (d-1)/2:
  *   P[i, 2j] = sin(p / 10000^(2j/d)),   P[i, 2j+1] = cos(p / 10000^(2j/d))
@@ -390,14 +345,13 @@ NWATTN_API nwattn_status nwattn_pool_state_finish(nwattn_context *ctx, size_t ba
 NWATTN_API nwattn_status nwattn_positional_encoding(nwattn_context *ctx, size_t t, size_t d,
                                                     size_t first, float *p, size_t ldp);
 
-/* ---- Self-, cross- and multi-head attention ------------------------------------------- */
 /* The weights of an attention layer. Every matrix is dense row-major with the nn.Linear
  * layout (out_features × in_features, y = x·W^T + b):
  *   Q = X_q·W_q^T + b_q   (d_qk wide)     K = X_k·W_k^T + b_k   (d_qk wide)
  *   V = X_v·W_v^T + b_v   (d_v wide)
  *   head h (0 .. heads-1) takes columns h·d_qk/heads .. of Q and K and h·d_v/heads .. of V:
  *   O_h = softmax(score(Q_h, K_h) + mask) · V_h,   Y = concat(O_0 .. O_{heads-1})·W_o^T + b_o
- * Without w_o the output is the concatenation itself (d_v wide): the seed's single-head
+ * Without w_o the output is the concatenation itself (d_v wide): a minimal single-head
  * SelfAttention(d_model, d_k, d_v) is heads = 1, d_qk = d_k, d_v = d_v, w_o = NULL.
  *
  * Loading PyTorch's nn.MultiheadAttention(E, H) (batch_first=True, bias=True, kdim = vdim = E):
@@ -435,9 +389,10 @@ typedef struct nwattn_attention_params {
  * weights (optional, NULL to skip): the per-head attention weights for heatmaps, item b's
  * head h in rows h·t_q .. h·t_q+t_q-1 of weights + b·stride_w, row pitch ldw (>= t_kv): a
  * contiguous (batch, heads, t_q, t_kv) array has ldw = t_kv, stride_w = heads·t_q·t_kv.
- * The projections are cblas_sgemm calls (double loops under REFERENCE), the pooling follows
- * the backend (AUTO, BLAS, FUSED, REFERENCE) and the context's threads. Working memory: the
- * projected Q, K, V and the concatenated heads, plus what the pooling needs. */
+ * The projections are cblas_sgemm calls (double loops under REFERENCE) on the calling thread,
+ * the pooling follows the backend (AUTO, BLAS, FUSED, REFERENCE) and the context's threads.
+ * Working memory: the projected Q, K, V and the concatenated heads, plus what the pooling
+ * needs. */
 NWATTN_API nwattn_status nwattn_attention(nwattn_context *ctx,
                                           const nwattn_attention_params *params,
                                           const nwattn_score *score, const nwattn_mask *mask,
@@ -451,13 +406,13 @@ NWATTN_API nwattn_status nwattn_attention(nwattn_context *ctx,
 /* ============================================================================================ */
 /* ---- Nadaraya-Watson regression ------------------------------------------------------------ */
 /*
- * The statistics side of the library: kernel regression of y on x, as statsmodels' KernelReg
- * or R's np::npreg do it, with the bandwidth chosen by exact leave-one-out cross-validation.
+ * Kernel regression of y on x, as statsmodels' KernelReg or R's np::npreg do it, with the
+ * bandwidth chosen by exact leave-one-out cross-validation. docs/regression.md is the long form.
  *
- * These functions work on one data set at a time (no batch argument): training inputs x (n×d,
- * row pitch ldx), training targets y (n×dv, ldy), queries xq (m×d, ldq), predictions m×dv.
- * Every x, y and xq value must be finite (else NWATTN_ERR_BAD_PARAMETER), every bandwidth
- * finite and > 0 (ditto). Duplicate x values are ordinary points.
+ * One data set per call (no batch argument): training inputs x (n×d, row pitch ldx), training
+ * targets y (n×dv, ldy), queries xq (m×d, ldq), predictions m×dv. Every x, y and xq value must
+ * be finite and every bandwidth finite and > 0 (else NWATTN_ERR_BAD_PARAMETER). Duplicate x
+ * values are ordinary points.
  *
  * Kernels. With bandwidths h_1..h_d, training point x_j is seen from the query q through the
  * scaled squared distance  t = sum_k ((q_k - x_jk) / h_k)^2  and weighs K(t):
@@ -466,57 +421,40 @@ NWATTN_API nwattn_status nwattn_attention(nwattn_context *ctx,
  *   NWATTN_KERNEL_EPANECHNIKOV  1 - t                 if t < 1, else 0
  *   NWATTN_KERNEL_TRICUBE       (1 - t^(3/2))^3       if t < 1, else 0
  *   NWATTN_KERNEL_UNIFORM       1                     if t <= 1, else 0   (boxcar: edge included)
- * Normalising constants are left out: they cancel in every ratio below. With d == 1, t = u^2
- * for u = (q - x_j) / h, and these are the textbook K(u). With d > 1 every kernel is radial in
- * the rescaled coordinates (the Gaussian is also the product of 1-D Gaussians), the convention
- * of NWATTN_SCORE_GAUSSIAN and NWATTN_SCORE_LAPLACE above. The Gaussian and Laplace kernels
- * are positive everywhere; Epanechnikov, tricube and uniform are compact: K = 0 beyond t = 1.
+ * Normalising constants are left out (they cancel). With d > 1 every kernel is radial in the
+ * rescaled coordinates, as NWATTN_SCORE_GAUSSIAN and _LAPLACE. Epanechnikov, tricube and
+ * uniform are compact (K = 0 beyond t = 1); Gaussian and Laplace are positive everywhere.
  *
  * Estimators.
- *   Local constant (Nadaraya-Watson):  yhat(q) = sum_j K_j y_j / sum_j K_j.
- *     With the Gaussian and Laplace kernels the weights K_j / sum K_j are the softmax of the
- *     NWATTN_SCORE_GAUSSIAN / _LAPLACE scores and the prediction runs through the pooling
- *     machinery (nwattn_pool): max-shifted, so a query far from every training point gets the
- *     weights of its nearest points instead of 0/0. The compact kernels normalise directly.
+ *   Local constant (Nadaraya-Watson):  yhat(q) = sum_j K_j y_j / sum_j K_j. Gaussian and
+ *     Laplace run through nwattn_pool (max-shifted: a query far from every training point gets
+ *     the weights of its nearest points, never 0/0); the compact kernels normalise directly.
  *   Local linear:  yhat(q) = a, where (a, b) minimise sum_j K_j |y_j - a - b·(x_j - q)|^2
- *     (b is d×dv). It removes the boundary bias of the local constant fit and reproduces any
- *     affine function of x exactly. Each query's (d+1)×(d+1) weighted least-squares system is
- *     solved by Cholesky (LAPACKE dpotrf/dpotrs; d == 1 uses the closed form on the fast path).
+ *     (b is d×dv): no boundary bias, affine functions reproduced exactly. Each query's
+ *     (d+1)×(d+1) system is solved by Cholesky (LAPACKE; closed form for d == 1 on the fast path).
  *
- * Rows without an estimate. The caller learns about them through two optional outputs:
- * row_flags (one byte per query: 0, or an OR of NWATTN_ROW_* bits) and n_flagged (how many
- * rows have a flag). Nothing is ever silently 0 or accidentally NaN:
- * - NWATTN_ROW_EMPTY: a compact kernel and no training point with K > 0 (nothing within the
- *   bandwidth). The row gets what the model's `empty` field says (see nwattn_empty).
- *   Gaussian and Laplace rows are never empty.
- * - NWATTN_ROW_SINGULAR: local linear only. The weighted points do not pin down a local plane
- *   (fewer than d + 1 points in the support, all on one line, ...) or nearly not: the
- *   reciprocal condition number (LAPACK dpocon, 1-norm) of the weighted moment matrix, in
- *   coordinates divided by h so that it does not depend on the scale, is below 1e-7 (about
- *   float32 epsilon). The row falls back to the local constant estimate with the same kernel
- *   weights. An empty row is flagged EMPTY only.
+ * Rows without an estimate are reported through two optional outputs: row_flags (one byte per
+ * query: 0, or an OR of NWATTN_ROW_* bits) and n_flagged (how many rows have a flag). Nothing
+ * is ever silently 0 or accidentally NaN:
+ * - NWATTN_ROW_EMPTY: a compact kernel and no training point with K > 0. The row gets what the
+ *   model's `empty` field says (nwattn_empty). Gaussian and Laplace rows are never empty.
+ * - NWATTN_ROW_SINGULAR: local linear only. The weighted moment matrix, in coordinates divided
+ *   by h, has a reciprocal condition number (LAPACK dpocon, 1-norm) below 1e-7: the row falls
+ *   back to the local constant estimate with the same weights. An empty row is flagged EMPTY
+ *   only.
  *
- * Backends (from the context, as everywhere).
- * - NWATTN_BACKEND_REFERENCE: every weight in double with the C library's exp, over all n
- *   training points; local linear systems through LAPACKE for every d. The oracle.
- * - NWATTN_BACKEND_AUTO / _BLAS / _FUSED (the fast path): the local constant Gaussian and
- *   Laplace fits go through nwattn_pool with the context's backend. Everything else evaluates
- *   weights in float32 (vectorised exp; x86-64 copies for AVX2 and AVX-512 chosen at run time)
- *   and sums in double (local constant: float partial sums of 16 terms first). With d == 1
- *   it sorts a copy of the training set and, for each query, visits only the points whose
- *   weight can matter: those in the support (compact
- *   kernels), those with t - t_near < 2T (Gaussian) or sqrt(t) - sqrt(t_near) < T (Laplace),
- *   where t_near is the nearest point's and T = 17 + ln(n): what is left out weighs less than
- *   e^-17 (about float32 epsilon) of the total. Agreement with the reference, tested: at
- *   bandwidths no smaller than the point spacing CV within 1e-7 relative and h·dCV/dh within
- *   2e-6·CV; below it local linear systems are near singular and the error grows like
- *   2^-24 / rcond (1e-4 and 1e-2 hold there); predictions to a few float32 ulp.
- * Threads: the fast path spreads query rows (predictions, leave-one-out rows) over the
- * context's threads (nwattn_context_set_threads) in fixed units of 32 rows whose partial sums
- * are added in unit order, so results are the same bit for bit with any number of threads.
- * The reference path runs on the calling thread.
- * Working memory is O((n + m) · (d + dv)) per thread beyond nwattn_pool's blocks: never an n×n
- * matrix unless the caller asks for the m×n weights.
+ * Backends (from the context). REFERENCE: every weight in double with the C library's exp,
+ * over all n points; local linear systems through LAPACKE for every d: the oracle. AUTO, BLAS,
+ * FUSED (the fast path): local constant Gaussian and Laplace fits through nwattn_pool; all else
+ * float32 weights (vectorised exp, x86-64 copies for AVX2 and AVX-512 chosen at run time) with
+ * double sums; with d == 1 only the points whose weight can matter are visited (what is left
+ * out weighs less than e^-17 of the total). Agreement with the reference, tested: at bandwidths no
+ * smaller than the point spacing CV within 1e-7 relative and h·dCV/dh within 2e-6·CV; below
+ * it local linear systems are near singular and the error grows like 2^-24 / rcond (1e-4 and
+ * 1e-2 hold there); predictions to a few float32 ulp (docs/regression.md). The fast path spreads query rows over the context's threads in fixed
+ * units whose sums are added in order: the same bits for any thread count. Working memory is
+ * O((n + m) · (d + dv)) per thread beyond nwattn_pool's blocks: never an n×n matrix unless the
+ * caller asks for the m×n weights.
  */
 
 typedef enum nwattn_kernel {
@@ -560,7 +498,7 @@ typedef struct nwattn_regression {
  *   yq = weights · y. Local constant: K_j / sum K. Local linear: the equivalent kernel
  *   K_j · e_0' M^-1 z_j (may be negative). On the fast path with d == 1 weights of points left
  *   out as negligible (see above) are written as 0.
- * row_flags (m bytes) and n_flagged, optional: see "Rows without an estimate".
+ * row_flags (m bytes) and n_flagged, optional: see "Rows without an estimate" above.
  * n must be >= 1 (NWATTN_ERR_DEGENERATE_DATA otherwise). m == 0 writes only *n_flagged = 0;
  * dv == 0 writes only the optional weights, flags and count. */
 NWATTN_API nwattn_status nwattn_nw_predict(nwattn_context *ctx, const nwattn_regression *model,
@@ -580,12 +518,9 @@ NWATTN_API nwattn_status nwattn_nw_predict(nwattn_context *ctx, const nwattn_reg
  *   CV(h) = (1/n) sum_i |y_i - yhat_{-i}(x_i)|^2
  *
  * where yhat_{-i} is the estimate from all training pairs but the i-th and |.|^2 sums over the
- * dv columns (statsmodels' cv_ls objective). It costs one fit, never n refits: for the local
- * constant fit yhat_{-i} = (S_i - K(0) y_i) / (D_i - K(0)), S_i and D_i being the full-fit
- * sums sum_j K_ij y_j and sum_j K_ij; the library evaluates this by leaving the term j == i
- * out of the sums (the same number without the cancellation). The local linear fit does the
- * same with its moment sums, which equals (yhat_i - L_ii y_i) / (1 - L_ii) with L_ii the
- * diagonal of the smoother matrix. Only point i itself is left out, never its duplicates.
+ * dv columns (statsmodels' cv_ls objective). It costs one fit, never n refits: the term j == i
+ * is left out of the full fit's sums (local constant; the local linear fit does the same with
+ * its moment sums). Only point i itself is left out, never its duplicates.
  * - If some leave-one-out row is empty (a compact kernel and a point with no other point
  *   within its bandwidth), CV = +INFINITY: the bandwidth is not admissible.
  * - Leave-one-out rows whose local linear system is singular use the local constant fallback;
@@ -619,6 +554,7 @@ typedef enum nwattn_bandwidth_rule {
     NWATTN_RULE_NORMAL_REFERENCE = 2
 } nwattn_bandwidth_rule;
 
+/* bandwidths (d floats) = the rule's bandwidth for each dimension of x (n×d). */
 NWATTN_API nwattn_status nwattn_bandwidth_rule_of_thumb(nwattn_context *ctx,
                                                         nwattn_bandwidth_rule rule,
                                                         size_t n, size_t d,
@@ -721,14 +657,14 @@ NWATTN_API nwattn_status nwattn_wmodel_train(nwattn_context *ctx, const nwattn_s
  * p_ij = w_ij / sum_j w_ij:
  *   entropy[i] = -sum_j p_ij ln p_ij   (nats; 0 for one-hot rows, ln n for uniform ones)
  *   n_eff[i]   = (sum_j w_ij)^2 / sum_j w_ij^2 = 1 / sum_j p_ij^2   (effective neighbours)
- * A row near ln n / near n is near-uniform: the kernel hardly distinguishes near from far
- * (the bandwidth is too large, seed 1 §4.1). An all-zero row gives 0 and 0. Both outputs are
- * optional. A negative or non-finite weight is NWATTN_ERR_BAD_PARAMETER. */
+ * A row near ln n / near n is near-uniform: the kernel hardly distinguishes near from far (the
+ * bandwidth is too large). An all-zero row gives 0 and 0. Both outputs are optional. A
+ * negative or non-finite weight is NWATTN_ERR_BAD_PARAMETER. */
 NWATTN_API nwattn_status nwattn_weights_diagnostics(nwattn_context *ctx, size_t m, size_t n,
                                                     const float *weights, size_t ldw,
                                                     float *entropy, float *n_eff);
 
-/* ---- Random numbers and the seeds' data sets ---------------------------------------------- */
+/* ---- Random numbers and data sets --------------------------------------------------------- */
 /* A small deterministic generator: SplitMix64 (Steele, Lea and Flood 2014; Java's
  * SplittableRandom). The same seed gives the same stream of 64-bit values on every platform.
  * The state is public so that it can be copied and stored; seed it with nwattn_rng_seed. */
@@ -747,10 +683,12 @@ NWATTN_API double nwattn_rng_uniform(nwattn_rng *rng);
  * also the same everywhere (binary64 with FLT_EVAL_METHOD == 0, as on x86-64 and arm64). */
 NWATTN_API double nwattn_rng_normal(nwattn_rng *rng);
 
+/* The data sets of the examples (docs/regression.md maps them to the experiments). */
 typedef enum nwattn_dataset {
-    /* d2l (seed 2): x = 5 · uniform, then sorted ascending; y = 2 sin x + x^0.8 + 0.5 · normal */
+    /* d2l.ai's attention pooling: x = 5 · uniform, then sorted ascending;
+     * y = 2 sin x + x^0.8 + 0.5 · normal */
     NWATTN_DATASET_D2L = 0,
-    /* seed 1: x = 10 · uniform (unsorted); y = sin x + 0.2 · normal */
+    /* the noisy sine: x = 10 · uniform (unsorted); y = sin x + 0.2 · normal */
     NWATTN_DATASET_SINE = 1
 } nwattn_dataset;
 
