@@ -47,7 +47,8 @@ void nw_blas_scores(const nw_simd *simd, const nw_score *score, size_t m, size_t
     desc->keys_info(score, n, d, k, ldk, store, &info);
     if (info.finite) {
         desc->prepare(score, &info, n, d, k, ldk, kp);
-        desc->block(score, &info, simd, m, n, d, q, ldq, k, ldk, kp, t, ldt, rows);
+        desc->prepare_rows(score, &info, m, d, q, ldq, rows);
+        desc->block(score, &info, simd, m, n, d, q, ldq, rows, k, ldk, kp, t, ldt);
     }
     const double scale = desc->scale(score, &info);
     for (size_t i = 0; i < m; i++) {

@@ -31,7 +31,7 @@ typedef struct unit {
     nw_mask_row *mask_rows; /* one per row */
     nw_row *row;            /* one softmax row state per query row */
     unsigned char *exact;   /* per row: scores from the reference formulas */
-    float *kp, *scratch;    /* the key tile as the score prepares it, the block's scratch */
+    float *kp, *scratch;    /* the key tile and the query rows as the score prepares them */
     const nw_keys_info *info; /* the item's keys */
     int any_exact;
     double scale; /* fast scores = scale · s */
@@ -87,6 +87,8 @@ static void choose_rows(unit *u) {
         u->exact[r] = (unsigned char)nw_score_row_exact(&a->score, a->d, u->q + r * a->ldq, u->info);
         u->any_exact |= u->exact[r];
     }
+    if (u->info->finite) /* the rows as the score's block wants them, for every tile */
+        a->score.desc->prepare_rows(&a->score, u->info, u->rows, a->d, u->q, a->ldq, u->scratch);
 }
 
 /* Rows this narrow are scored one at a time, just before the row is used, while in cache. */
@@ -98,7 +100,7 @@ static int is_direct(const unit *u) {
 static void score_row(const unit *u, size_t r, size_t cols, float *s) {
     const nw_pool_args *a = u->a;
     a->score.desc->block(&a->score, u->info, a->simd, 1, cols, a->d, u->q + r * a->ldq, a->ldq,
-                         NULL, 0, u->kp, s, cols, u->scratch);
+                         u->scratch, NULL, 0, u->kp, s, cols);
 }
 
 /* Scores of the unit's rows against keys j0 .. j0+cols-1: fast rows into s (pitch lds, as
@@ -112,8 +114,8 @@ static void score_tile(const unit *u, size_t j0, size_t cols, float *s, size_t l
     if (u->info->finite) {
         desc->prepare(&a->score, u->info, cols, a->d, k, a->ldk, u->kp);
         if (!is_direct(u))
-            desc->block(&a->score, u->info, a->simd, u->rows, cols, a->d, u->q, a->ldq, k,
-                        a->ldk, u->kp, s, lds, u->scratch);
+            desc->block(&a->score, u->info, a->simd, u->rows, cols, a->d, u->q, a->ldq,
+                        u->scratch, k, a->ldk, u->kp, s, lds);
         else
             for (size_t r = 0; rows_too && r < u->rows; r++)
                 if (!u->exact[r])

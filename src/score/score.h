@@ -37,16 +37,20 @@ typedef struct nw_score_desc {
                       double *store, nw_keys_info *info);
     /* Whether query row q (d finite or not floats) takes the fast scores. */
     int (*row_fast)(const nw_score *score, size_t d, const float *q, const nw_keys_info *info);
-    /* Floats of the prepared keys of n keys, and of block's scratch for m rows. */
+    /* Floats of the prepared keys of n keys, and of the prepared rows of m queries. */
     size_t (*prep_floats)(size_t n, size_t d);
     size_t (*row_floats)(size_t m, size_t d);
+    /* The keys as block wants them (once per block of keys: a fused tile, the unfused keys). */
     void (*prepare)(const nw_score *score, const nw_keys_info *info, size_t n, size_t d,
                     const float *k, size_t ldk, float *kp);
-    /* Fast scores of m query rows against n keys (k, and kp as prepare left it): the score is
-     * scale(info) · t[i·ldt + j]. */
+    /* The query rows as block wants them (once per block of rows, whatever the key tiles). */
+    void (*prepare_rows)(const nw_score *score, const nw_keys_info *info, size_t m, size_t d,
+                         const float *q, size_t ldq, float *qs);
+    /* Fast scores of m query rows (q, and qs as prepare_rows left it for these m rows)
+     * against n keys (k, and kp as prepare left it): the score is scale(info) · t[i·ldt + j]. */
     void (*block)(const nw_score *score, const nw_keys_info *info, const nw_simd *simd,
-                  size_t m, size_t n, size_t d, const float *q, size_t ldq, const float *k,
-                  size_t ldk, const float *kp, float *t, size_t ldt, float *scratch);
+                  size_t m, size_t n, size_t d, const float *q, size_t ldq, const float *qs,
+                  const float *k, size_t ldk, const float *kp, float *t, size_t ldt);
     /* The power of two the fast scores carry (1 for most kinds). */
     double (*scale)(const nw_score *score, const nw_keys_info *info);
     /* Rows this narrow (d <= row_direct_max_d) are cheapest scored one at a time, right

@@ -62,13 +62,18 @@ static void prepare(const nw_score *score, const nw_keys_info *info, size_t n, s
         normalise(d, k + j * ldk, kp + j, n);
 }
 
+static void prepare_rows(const nw_score *score, const nw_keys_info *info, size_t m, size_t d,
+                         const float *q, size_t ldq, float *qs) {
+    (void)score, (void)info;
+    for (size_t i = 0; i < m; i++) /* normalised rows, pitch d */
+        normalise(d, q + i * ldq, qs + i * d, 1);
+}
+
 static void block(const nw_score *score, const nw_keys_info *info, const nw_simd *simd, size_t m,
-                  size_t n, size_t d, const float *q, size_t ldq, const float *k, size_t ldk,
-                  const float *kp, float *t, size_t ldt, float *scratch) {
-    (void)info, (void)simd, (void)k, (void)ldk;
-    for (size_t i = 0; i < m; i++)
-        normalise(d, q + i * ldq, scratch + i * d, 1);
-    nw_blas_sgemm(0, m, n, d, score->scale, scratch, d, kp, n, 0.0f, t, ldt);
+                  size_t n, size_t d, const float *q, size_t ldq, const float *qs,
+                  const float *k, size_t ldk, const float *kp, float *t, size_t ldt) {
+    (void)info, (void)simd, (void)q, (void)ldq, (void)k, (void)ldk;
+    nw_blas_sgemm(0, m, n, d, score->scale, qs, d, kp, n, 0.0f, t, ldt);
 }
 
 static double unit_scale(const nw_score *score, const nw_keys_info *info) {
@@ -86,6 +91,7 @@ const nw_score_desc nw_score_cosine = {
     .prep_floats = floats_of,
     .row_floats = floats_of,
     .prepare = prepare,
+    .prepare_rows = prepare_rows,
     .block = block,
     .scale = unit_scale,
 };

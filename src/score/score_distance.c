@@ -139,41 +139,53 @@ void nw_distance_prepare(const nw_score *score, const nw_keys_info *info, size_t
             kp[l * n + j] = k[j * ldk + l];
 }
 
+void nw_distance_prepare_rows(const nw_score *score, const nw_keys_info *info, size_t m,
+                              size_t d, const float *q, size_t ldq, float *qs) {
+    (void)score;
+    if (info->centre != NULL) { /* rescaled rows, then their norms */
+        rescale_rows(m, d, q, ldq, info, qs, qs + m * d);
+        return;
+    }
+    for (size_t l = 0; l < d; l++) /* direct: 1/h in float (row_fast saw it is one) */
+        qs[l] = (float)info->inv_h[l];
+}
+
 /* Row q against n transposed keys kt (d × n): s = -t/2 or -sqrt(t), t = sum_l u_l^2. */
-static void direct_row(int gaussian, size_t n, size_t d, const float *q, const float *inv_h,
-                       const float *kt, float *s) {
+static void direct_row(int gaussian, size_t n, size_t d, const float *restrict q,
+                       const float *restrict inv_h, const float *restrict kt,
+                       float *restrict s) {
     for (size_t j = 0; j < n; j++)
         s[j] = 0.0f;
     for (size_t l = 0; l < d; l++) {
         const float ql = q[l], ih = inv_h[l];
-        const float *kl = kt + l * n;
+        const float *restrict kl = kt + l * n;
         for (size_t j = 0; j < n; j++) {
             const float u = (ql - kl[j]) * ih;
             s[j] += u * u;
         }
     }
-    for (size_t j = 0; j < n; j++)
-        s[j] = gaussian ? -0.5f * s[j] : -sqrtf(s[j]);
+    if (gaussian)
+        for (size_t j = 0; j < n; j++)
+            s[j] *= -0.5f;
+    else
+        for (size_t j = 0; j < n; j++)
+            s[j] = -sqrtf(s[j]);
 }
 
 void nw_distance_block(int gaussian, const nw_keys_info *info, const nw_simd *simd, size_t m,
-                       size_t n, size_t d, const float *q, size_t ldq, const float *kp,
-                       float *t, size_t ldt, float *scratch) {
-    if (info->centre == NULL) {
-        float *inv_h = scratch; /* d floats: direct rows only run when 1/h is a float */
-        for (size_t l = 0; l < d; l++)
-            inv_h[l] = (float)info->inv_h[l];
+                       size_t n, size_t d, const float *q, size_t ldq, const float *qs,
+                       const float *kp, float *t, size_t ldt) {
+    if (info->centre == NULL) { /* direct; qs holds 1/h */
         for (size_t i = 0; i < m; i++) {
             if (d == 1)
-                (void)simd->dist1(gaussian, q[i * ldq], inv_h[0], kp, n, t + i * ldt);
+                (void)simd->dist1(gaussian, q[i * ldq], qs[0], kp, n, t + i * ldt);
             else
-                direct_row(gaussian, n, d, q + i * ldq, inv_h, kp, t + i * ldt);
+                direct_row(gaussian, n, d, q + i * ldq, qs, kp, t + i * ldt);
         }
         return;
     }
-    float *qp = scratch, *qnorm = scratch + m * d;
+    const float *qp = qs, *qnorm = qs + m * d;
     const float *knorm = kp + n * d;
-    rescale_rows(m, d, q, ldq, info, qp, qnorm);
     nw_blas_sgemm(1, m, n, d, -2.0f, qp, d, kp, d, 0.0f, t, ldt); /* -2 q'·k' */
     for (size_t i = 0; i < m; i++) {
         float *row = t + i * ldt;

@@ -31,9 +31,11 @@ size_t nw_distance_prep_floats(size_t n, size_t d);
 size_t nw_distance_row_floats(size_t m, size_t d);
 void nw_distance_prepare(const nw_score *score, const nw_keys_info *info, size_t n, size_t d,
                          const float *k, size_t ldk, float *kp);
+void nw_distance_prepare_rows(const nw_score *score, const nw_keys_info *info, size_t m,
+                              size_t d, const float *q, size_t ldq, float *qs);
 /* The fast scores: Gaussian (gaussian != 0) or Laplace. */
 void nw_distance_block(int gaussian, const nw_keys_info *info, const nw_simd *simd, size_t m,
-                       size_t n, size_t d, const float *q, size_t ldq, const float *kp,
-                       float *t, size_t ldt, float *scratch);
+                       size_t n, size_t d, const float *q, size_t ldq, const float *qs,
+                       const float *kp, float *t, size_t ldt);
 
 #endif /* NWATTN_SCORE_DISTANCE_H */

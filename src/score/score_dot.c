@@ -67,10 +67,15 @@ static void prepare(const nw_score *score, const nw_keys_info *info, size_t n, s
             kp[l * n + j] = k[j * ldk + l];
 }
 
+static void no_rows(const nw_score *score, const nw_keys_info *info, size_t m, size_t d,
+                    const float *q, size_t ldq, float *qs) {
+    (void)score, (void)info, (void)m, (void)d, (void)q, (void)ldq, (void)qs;
+}
+
 static void block(const nw_score *score, const nw_keys_info *info, const nw_simd *simd, size_t m,
-                  size_t n, size_t d, const float *q, size_t ldq, const float *k, size_t ldk,
-                  const float *kp, float *t, size_t ldt, float *scratch) {
-    (void)info, (void)simd, (void)scratch;
+                  size_t n, size_t d, const float *q, size_t ldq, const float *qs,
+                  const float *k, size_t ldk, const float *kp, float *t, size_t ldt) {
+    (void)info, (void)simd, (void)qs;
     if (n > DOT_COPY_MAX_KEYS)
         nw_blas_sgemm(1, m, n, d, score->scale, q, ldq, k, ldk, 0.0f, t, ldt);
     else
@@ -92,6 +97,7 @@ const nw_score_desc nw_score_dot = {
     .prep_floats = prep_floats,
     .row_floats = row_floats,
     .prepare = prepare,
+    .prepare_rows = no_rows,
     .block = block,
     .scale = unit_scale,
 };

@@ -9,10 +9,10 @@ static double ref(const nw_score *score, size_t d, const float *q, const float *
 }
 
 static void block(const nw_score *score, const nw_keys_info *info, const nw_simd *simd, size_t m,
-                  size_t n, size_t d, const float *q, size_t ldq, const float *k, size_t ldk,
-                  const float *kp, float *t, size_t ldt, float *scratch) {
+                  size_t n, size_t d, const float *q, size_t ldq, const float *qs,
+                  const float *k, size_t ldk, const float *kp, float *t, size_t ldt) {
     (void)score, (void)k, (void)ldk;
-    nw_distance_block(0, info, simd, m, n, d, q, ldq, kp, t, ldt, scratch);
+    nw_distance_block(0, info, simd, m, n, d, q, ldq, qs, kp, t, ldt);
 }
 
 static double scale(const nw_score *score, const nw_keys_info *info) {
@@ -30,6 +30,7 @@ const nw_score_desc nw_score_laplace = {
     .prep_floats = nw_distance_prep_floats,
     .row_floats = nw_distance_row_floats,
     .prepare = nw_distance_prepare,
+    .prepare_rows = nw_distance_prepare_rows,
     .block = block,
     .scale = scale,
     .row_direct_max_d = 1,

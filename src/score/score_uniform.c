@@ -38,11 +38,16 @@ static void prepare(const nw_score *score, const nw_keys_info *info, size_t n, s
     (void)score, (void)info, (void)n, (void)d, (void)k, (void)ldk, (void)kp;
 }
 
+static void no_rows(const nw_score *score, const nw_keys_info *info, size_t m, size_t d,
+                    const float *q, size_t ldq, float *qs) {
+    (void)score, (void)info, (void)m, (void)d, (void)q, (void)ldq, (void)qs;
+}
+
 static void block(const nw_score *score, const nw_keys_info *info, const nw_simd *simd, size_t m,
-                  size_t n, size_t d, const float *q, size_t ldq, const float *k, size_t ldk,
-                  const float *kp, float *t, size_t ldt, float *scratch) {
-    (void)score, (void)info, (void)simd, (void)d, (void)q, (void)ldq, (void)k, (void)ldk,
-        (void)kp, (void)scratch;
+                  size_t n, size_t d, const float *q, size_t ldq, const float *qs,
+                  const float *k, size_t ldk, const float *kp, float *t, size_t ldt) {
+    (void)score, (void)info, (void)simd, (void)d, (void)q, (void)ldq, (void)qs, (void)k,
+        (void)ldk, (void)kp;
     for (size_t i = 0; i < m; i++)
         memset(t + i * ldt, 0, n * sizeof(float));
 }
@@ -61,6 +66,7 @@ const nw_score_desc nw_score_uniform = {
     .prep_floats = none,
     .row_floats = none,
     .prepare = prepare,
+    .prepare_rows = no_rows,
     .block = block,
     .scale = unit_scale,
     .constant = 1,
