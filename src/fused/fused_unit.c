@@ -202,8 +202,7 @@ static int dot_row(const unit *u, size_t r, size_t j0, size_t cols, float *s) {
     nw_row *row = &u->row[r];
     if (tile_max == INFINITY || (tile_max == -INFINITY && row->max == -INFINITY))
         return 0;
-    const nw_tile tile = {(double)tile_max, 0, 0};
-    const float alpha = (float)nw_row_rescale(row, &tile);
+    const float alpha = nw_row_rescalef(row, tile_max);
     float dot;
     nw_row_add(row, (double)a->simd->exp_sum_dot(s, cols, (float)row->max, u->v + j0, &dot));
     float *acc = u->acc + r * a->ldo;

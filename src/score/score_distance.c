@@ -115,11 +115,12 @@ size_t nw_distance_row_floats(size_t m, size_t d) {
 /* out = (x - centre) / h · 2^-exponent row by row (pitch d); norms = squared row lengths. */
 static void rescale_rows(size_t rows, size_t d, const float *x, size_t ldx,
                          const nw_keys_info *info, float *out, float *norms) {
+    const double pow2 = ldexp(1.0, -info->exponent); /* exact, and no libm call per entry */
     for (size_t i = 0; i < rows; i++) {
         double norm = 0.0;
         for (size_t l = 0; l < d; l++) {
             const double u = ((double)x[i * ldx + l] - info->centre[l]) * info->inv_h[l];
-            const float stored = (float)ldexp(u, -info->exponent);
+            const float stored = (float)(u * pow2);
             out[i * d + l] = stored;
             norm += (double)stored * (double)stored;
         }
