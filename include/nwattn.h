@@ -128,7 +128,7 @@ typedef enum nwattn_status {
     NWATTN_ERR_BAD_PARAMETER = 5,   /* a bandwidth or scale is not finite, or not > 0 */
     NWATTN_ERR_BAD_ENUM = 6,        /* an unknown enum value or flag bit */
     NWATTN_ERR_BAD_MASK = 7,        /* a valid length is larger than n */
-    NWATTN_ERR_ALIASING = 8,        /* an output overlaps an input or another output */
+    NWATTN_ERR_ALIASING = 8,        /* an output shares an element with an input or output */
     NWATTN_ERR_OVERFLOW = 9,        /* a size or byte count does not fit in size_t */
     NWATTN_ERR_TOO_LARGE = 10,      /* a leading dimension or stride exceeds the BLAS integer */
     NWATTN_ERR_ALLOC = 11,          /* the allocator returned NULL */
@@ -279,9 +279,10 @@ typedef struct nwattn_mask {
 } nwattn_mask;
 
 /* ---- Softmax ----------------------------------------------------------------------------- */
-/* W_b = softmax over each row of (S_b + mask), max-shifted. W may be S itself (same pointer, ld
- * and stride) for an in-place softmax. lse, if not NULL, receives each row's log-sum-exp of the
- * unmasked (S + additive) entries, lse[b·stride_lse + i]; -INFINITY for fully masked rows. */
+/* W_b = softmax over each row of (S_b + mask), max-shifted. W may be S itself (same pointer and
+ * ld, and stride when batch > 1) for an in-place softmax. lse, if not NULL, receives each row's
+ * log-sum-exp of the unmasked (S + additive) entries, lse[b·stride_lse + i]; -INFINITY for
+ * fully masked rows. */
 NWATTN_API nwattn_status nwattn_softmax(nwattn_context *ctx, const nwattn_mask *mask,
                                         size_t batch, size_t m, size_t n,
                                         const float *s, size_t lds, size_t stride_s,
@@ -373,7 +374,8 @@ NWATTN_API nwattn_status nwattn_pool_state_merge(nwattn_context *ctx, size_t bat
 
 /* O_b = acc / sum and lse = max + log(sum), row by row; empty rows give zeros and -INFINITY,
  * as a fully masked row of nwattn_pool does. o may be the state's accumulator itself (same
- * pointer, leading dimension and stride) to finish in place; lse is optional (NULL). */
+ * pointer and leading dimension, and stride when batch > 1) to finish in place; lse is
+ * optional (NULL). */
 NWATTN_API nwattn_status nwattn_pool_state_finish(nwattn_context *ctx, size_t batch, size_t m,
                                                   size_t dv, const nwattn_pool_state *state,
                                                   float *o, size_t ldo, size_t stride_o,
