@@ -108,12 +108,12 @@ nwattn_status nw_check_disjoint(const nw_call *call) {
         for (int i = 0; i < call->n_inputs; i++)
             if (overlap(out, &call->inputs[i]))
                 return nw_fail(call->ctx, NWATTN_ERR_ALIASING,
-                               "output %s shares an element with input %s", out->name,
+                               "output %s overlaps input %s (an element in common)", out->name,
                                call->inputs[i].name);
         for (int p = 0; p < o; p++)
             if (overlap(out, &call->outputs[p]))
                 return nw_fail(call->ctx, NWATTN_ERR_ALIASING,
-                               "output %s shares an element with output %s", out->name,
+                               "output %s overlaps output %s (an element in common)", out->name,
                                call->outputs[p].name);
     }
     return NWATTN_OK;
