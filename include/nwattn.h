@@ -72,7 +72,7 @@ typedef enum nwattn_status {
     NWATTN_ERR_BAD_PARAMETER = 5,   /* a bandwidth or scale is not finite, or not > 0 */
     NWATTN_ERR_BAD_ENUM = 6,        /* an unknown enum value or flag bit */
     NWATTN_ERR_BAD_MASK = 7,        /* a valid length is larger than n */
-    NWATTN_ERR_ALIASING = 8,        /* an output overlaps an input or another output */
+    NWATTN_ERR_ALIASING = 8,        /* an output shares an element with an input or output */
     NWATTN_ERR_OVERFLOW = 9,        /* a size or byte count does not fit in size_t */
     NWATTN_ERR_TOO_LARGE = 10,      /* a leading dimension or stride exceeds the BLAS integer */
     NWATTN_ERR_ALLOC = 11,          /* the allocator returned NULL */
@@ -216,7 +216,7 @@ typedef struct nwattn_mask {
  * weights (m×n) and lse (lse[b·stride_lse + i]) are optional outputs (NULL to skip): pass
  * weights to draw heatmaps. Without them the m×n weights never exist as a whole: the unfused
  * path forms them a block of query rows at a time in the context's working memory, the fused
- * path a tile at a time. Outputs must not overlap the inputs or each other (ALIASING).
+ * path a tile at a time. Outputs must share no element with the inputs or each other (ALIASING).
  * Rows follow the softmax row contract (see nwattn_softmax). Scores never pass through float
  * on their way to the softmax, so any valid bandwidth (smallest positive float .. FLT_MAX) and
  * scale works: with h = 1e-30 the nearest key gets weight 1. NaN/Inf in V reach every row that
@@ -250,9 +250,9 @@ NWATTN_API nwattn_status nwattn_scores(nwattn_context *ctx, const nwattn_score *
                                        const float *k, size_t ldk, size_t stride_k,
                                        float *s, size_t lds, size_t stride_s);
 
-/* W_b = softmax over each row of (S_b + mask), max-shifted. W may be S itself (same pointer, ld
- * and stride) for an in-place softmax. lse, if not NULL, receives each row's log-sum-exp of the
- * unmasked (S + additive) entries, lse[b·stride_lse + i].
+/* W_b = softmax over each row of (S_b + mask), max-shifted. W may be S itself (same pointer and
+ * ld, and stride when batch > 1) for an in-place softmax. lse, if not NULL, receives each row's
+ * log-sum-exp of the unmasked (S + additive) entries, lse[b·stride_lse + i].
  * The row contract (also nwattn_pool's; in full in docs/numerics.md): a live key's value is
  * score + additive in double (it may be +INFINITY or NaN, never overflows); then per row
  *   no live key                 -> weights 0, output 0, lse -INFINITY ("fully masked");
@@ -329,7 +329,8 @@ NWATTN_API nwattn_status nwattn_pool_state_merge(nwattn_context *ctx, size_t bat
 
 /* O_b = acc / sum and lse = max + log(sum), row by row; empty rows give zeros and -INFINITY,
  * as a fully masked row of nwattn_pool does. o may be the state's accumulator itself (same
- * pointer, leading dimension and stride) to finish in place; lse is optional (NULL). */
+ * pointer and leading dimension, and stride when batch > 1) to finish in place; lse is
+ * optional (NULL). */
 NWATTN_API nwattn_status nwattn_pool_state_finish(nwattn_context *ctx, size_t batch, size_t m,
                                                   size_t dv, const nwattn_pool_state *state,
                                                   float *o, size_t ldo, size_t stride_o,

@@ -10,8 +10,10 @@ nwattn_status nwattn_pool_state_finish(nwattn_context *ctx, size_t batch, size_t
     nw_call_init(&call, ctx, batch);
     if (state == NULL)
         return nw_fail(ctx, NWATTN_ERR_NULL_POINTER, "state is NULL");
-    /* In place only with the very same layout; any other overlap is refused below. */
-    const int in_place = o == state->acc && ldo == state->ld_acc && stride_o == state->stride_acc;
+    /* In place only with the very same layout (strides are ignored for batch 1); any other
+     * layout that shares an element is refused below. */
+    const int in_place = o == state->acc && ldo == state->ld_acc &&
+                         (batch <= 1 || stride_o == state->stride_acc);
     if (!in_place)
         NW_TRY(nw_input(&call, "state.acc", state->acc, m, dv, state->ld_acc, state->stride_acc));
     const size_t ld_stats = m > 0 ? m : 1;

@@ -8,8 +8,9 @@ nwattn_status nwattn_softmax(nwattn_context *ctx, const nwattn_mask *mask, size_
     NW_TRY(nw_begin(ctx));
     nw_call call;
     nw_call_init(&call, ctx, batch);
-    /* In place only with the very same layout; any other overlap is refused below. */
-    const int in_place = s == w && lds == ldw && stride_s == stride_w;
+    /* In place only with the very same layout (strides are ignored for batch 1); any other
+     * layout that shares an element is refused below. */
+    const int in_place = s == w && lds == ldw && (batch <= 1 || stride_s == stride_w);
     if (!in_place)
         NW_TRY(nw_input(&call, "s", s, m, n, lds, stride_s));
     NW_TRY(nw_output(&call, "w", w, m, n, ldw, stride_w));

@@ -24,6 +24,7 @@ static nwattn_status operand_range(nwattn_context *ctx, size_t batch, const char
                        cols);
     range->name = name;
     range->begin = range->end = (uintptr_t)data;
+    nw_lattice_make(&range->elems, (uintptr_t)data, elem, 0, 0, 0, 0, 0); /* empty */
     if (batch == 0 || rows == 0 || cols == 0)
         return NWATTN_OK;
     size_t items_span, rows_span, elems, bytes;
@@ -35,6 +36,7 @@ static nwattn_status operand_range(nwattn_context *ctx, size_t batch, const char
                        "stride %zu)",
                        name, batch, rows, cols, ld, stride);
     range->end = range->begin + bytes;
+    nw_lattice_make(&range->elems, (uintptr_t)data, elem, batch, rows, cols, ld, stride);
     return NWATTN_OK;
 }
 
@@ -92,10 +94,13 @@ nwattn_status nw_output_elems(nw_call *call, const char *name, const void *data,
     return NWATTN_OK;
 }
 
+/* Whether a and b share an element (checks.h); disjoint spans are the quick answer. */
 static int overlap(const nw_range *a, const nw_range *b) {
     if (a->begin == a->end || b->begin == b->end)
         return 0;
-    return a->begin < b->end && b->begin < a->end;
+    if (!(a->begin < b->end && b->begin < a->end))
+        return 0;
+    return nw_lattices_share(&a->elems, &b->elems);
 }
 
 nwattn_status nw_check_disjoint(const nw_call *call) {
@@ -103,12 +108,14 @@ nwattn_status nw_check_disjoint(const nw_call *call) {
         const nw_range *out = &call->outputs[o];
         for (int i = 0; i < call->n_inputs; i++)
             if (overlap(out, &call->inputs[i]))
-                return nw_fail(call->ctx, NWATTN_ERR_ALIASING, "output %s overlaps input %s",
-                               out->name, call->inputs[i].name);
+                return nw_fail(call->ctx, NWATTN_ERR_ALIASING,
+                               "output %s overlaps input %s (an element in common)", out->name,
+                               call->inputs[i].name);
         for (int p = 0; p < o; p++)
             if (overlap(out, &call->outputs[p]))
-                return nw_fail(call->ctx, NWATTN_ERR_ALIASING, "output %s overlaps output %s",
-                               out->name, call->outputs[p].name);
+                return nw_fail(call->ctx, NWATTN_ERR_ALIASING,
+                               "output %s overlaps output %s (an element in common)", out->name,
+                               call->outputs[p].name);
     }
     return NWATTN_OK;
 }

@@ -4,6 +4,7 @@
 #define NWATTN_CHECKS_H
 
 #include "internal.h"
+#include "lattice.h"
 
 /* The most a call registers: nwattn_attention has 11 inputs of its own (sequences, weights,
  * biases), the score's bandwidths and three mask arrays, and 2 outputs. */
@@ -12,6 +13,7 @@
 typedef struct nw_range {
     const char *name;
     uintptr_t begin, end; /* bytes [begin, end); empty when begin == end */
+    nw_lattice elems;     /* the bytes of its elements (lattice.h) */
 } nw_range;
 
 /* The operands of one call, collected as they are checked. */
@@ -43,7 +45,25 @@ nwattn_status nw_input_array(nw_call *call, const char *name, const void *data, 
 nwattn_status nw_output_elems(nw_call *call, const char *name, const void *data, size_t elem,
                               size_t rows, size_t cols, size_t ld);
 
-/* Fails with NWATTN_ERR_ALIASING if an output overlaps an input or another output. */
+/* Fails with NWATTN_ERR_ALIASING if an output shares an element with an input or another
+ * output.
+ *
+ * The rule: an operand is the set of its elements, data + b·stride + i·ld + j for b < batch,
+ * i < rows, j < cols (in elements of its own size: floats, doubles, bytes or size_t; stride
+ * ignored for batch 1, ld for one row), and two operands conflict only if some byte belongs to
+ * an element of both. Spans may interleave freely: O in the spare columns of a [Q | O] buffer,
+ * batch items of two operands alternating in one buffer, any padding between rows or items.
+ * An in-place call (nwattn.h: the same pointer and ld, and stride when batch > 1) does not
+ * register the input at all; any other layout of the same pointer shares the first element.
+ *
+ * The test (lattice.c) is exact and never walks elements: disjoint spans are O(1); otherwise
+ * each operand is seen as rows of bytes, operands made of consecutive rows of one pitch
+ * (dense batches, sliding windows) are one item, a gcd of all pitches can rule sharing out in
+ * O(log), and then the items of the operand with fewer items in the other's span are paired
+ * with the other's items in their span (O(batch) pairs when one side's items do not overlap).
+ * A pair of items is O(log) when their row pitches are equal, or when the rows overlapping
+ * each other's span cover a period of the pitches' residues; only rows of different pitches
+ * that interleave cost one step per row of the operand with fewer rows there. */
 nwattn_status nw_check_disjoint(const nw_call *call);
 
 /* Whether every leading dimension fits the BLAS integer. */
