@@ -216,7 +216,8 @@ typedef struct nwattn_mask {
  * weights (m×n) and lse (lse[b·stride_lse + i]) are optional outputs (NULL to skip): pass
  * weights to draw heatmaps. Without them the m×n weights never exist as a whole: the unfused
  * path forms them a block of query rows at a time in the context's working memory, the fused
- * path a tile at a time. Outputs must share no element with the inputs or each other (ALIASING).
+ * path a tile at a time. Outputs must share no element with the inputs or each other
+ * (ALIASING).
  * Rows follow the softmax row contract (see nwattn_softmax). Scores never pass through float
  * on their way to the softmax, so any valid bandwidth (smallest positive float .. FLT_MAX) and
  * scale works: with h = 1e-30 the nearest key gets weight 1. NaN/Inf in V reach every row that
