@@ -67,6 +67,15 @@ extern const nw_score_desc nw_score_dot, nw_score_gaussian, nw_score_laplace, nw
 nwattn_status nw_scale_check(struct nw_call *call, const nwattn_score *score, size_t d,
                              nw_score *out);
 
+/* Pieces the kinds share (score_table.c): no stored doubles; the keys' largest magnitude and
+ * finiteness only; no prepared query rows; fast scores at scale 1. */
+size_t nw_score_no_doubles(size_t d);
+void nw_score_plain_keys_info(const nw_score *score, size_t n, size_t d, const float *k,
+                              size_t ldk, double *store, nw_keys_info *info);
+void nw_score_no_rows(const nw_score *score, const nw_keys_info *info, size_t m, size_t d,
+                      const float *q, size_t ldq, float *qs);
+double nw_score_unit_scale(const nw_score *score, const nw_keys_info *info);
+
 /* The descriptor of a public kind, or NULL. */
 const nw_score_desc *nw_score_desc_of(nwattn_score_kind kind);
 

@@ -21,20 +21,6 @@ static double ref(const nw_score *score, size_t d, const float *q, const float *
     return (double)score->scale * (qk / (sqrt(qq) * sqrt(kk)));
 }
 
-static size_t no_doubles(size_t d) {
-    (void)d;
-    return 0;
-}
-
-static void keys_info(const nw_score *score, size_t n, size_t d, const float *k, size_t ldk,
-                      double *store, nw_keys_info *info) {
-    (void)score, (void)store;
-    info->max_abs = nw_max_abs(n, d, k, ldk);
-    info->finite = info->max_abs >= 0.0;
-    info->exponent = 0;
-    info->centre = info->inv_h = NULL;
-}
-
 static int row_fast(const nw_score *score, size_t d, const float *q, const nw_keys_info *info) {
     (void)info;
     return nw_max_abs(1, d, q, d) >= 0.0 && fabs((double)score->scale) <= ldexp(1.0, NW_DOT_SAFE);
@@ -76,22 +62,17 @@ static void block(const nw_score *score, const nw_keys_info *info, const nw_simd
     nw_blas_sgemm(0, m, n, d, score->scale, qs, d, kp, n, 0.0f, t, ldt);
 }
 
-static double unit_scale(const nw_score *score, const nw_keys_info *info) {
-    (void)score, (void)info;
-    return 1.0;
-}
-
 const nw_score_desc nw_score_cosine = {
     .name = "cosine",
     .check = nw_scale_check,
     .ref = ref,
-    .info_doubles = no_doubles,
-    .keys_info = keys_info,
+    .info_doubles = nw_score_no_doubles,
+    .keys_info = nw_score_plain_keys_info,
     .row_fast = row_fast,
     .prep_floats = floats_of,
     .row_floats = floats_of,
     .prepare = prepare,
     .prepare_rows = prepare_rows,
     .block = block,
-    .scale = unit_scale,
+    .scale = nw_score_unit_scale,
 };

@@ -28,20 +28,6 @@ static double ref(const nw_score *score, size_t d, const float *q, const float *
     return (double)score->scale * sum;
 }
 
-static size_t no_doubles(size_t d) {
-    (void)d;
-    return 0;
-}
-
-static void keys_info(const nw_score *score, size_t n, size_t d, const float *k, size_t ldk,
-                      double *store, nw_keys_info *info) {
-    (void)score, (void)store;
-    info->max_abs = nw_max_abs(n, d, k, ldk);
-    info->finite = info->max_abs >= 0.0;
-    info->exponent = 0;
-    info->centre = info->inv_h = NULL;
-}
-
 static int row_fast(const nw_score *score, size_t d, const float *q, const nw_keys_info *info) {
     const double max_q = nw_max_abs(1, d, q, d);
     return max_q >= 0.0 && nw_dot_in_range(max_q, info->max_abs, d, (double)score->scale);
@@ -67,11 +53,6 @@ static void prepare(const nw_score *score, const nw_keys_info *info, size_t n, s
             kp[l * n + j] = k[j * ldk + l];
 }
 
-static void no_rows(const nw_score *score, const nw_keys_info *info, size_t m, size_t d,
-                    const float *q, size_t ldq, float *qs) {
-    (void)score, (void)info, (void)m, (void)d, (void)q, (void)ldq, (void)qs;
-}
-
 static void block(const nw_score *score, const nw_keys_info *info, const nw_simd *simd, size_t m,
                   size_t n, size_t d, const float *q, size_t ldq, const float *qs,
                   const float *k, size_t ldk, const float *kp, float *t, size_t ldt) {
@@ -82,22 +63,17 @@ static void block(const nw_score *score, const nw_keys_info *info, const nw_simd
         nw_blas_sgemm(0, m, n, d, score->scale, q, ldq, kp, n, 0.0f, t, ldt);
 }
 
-static double unit_scale(const nw_score *score, const nw_keys_info *info) {
-    (void)score, (void)info;
-    return 1.0;
-}
-
 const nw_score_desc nw_score_dot = {
     .name = "dot",
     .check = nw_scale_check,
     .ref = ref,
-    .info_doubles = no_doubles,
-    .keys_info = keys_info,
+    .info_doubles = nw_score_no_doubles,
+    .keys_info = nw_score_plain_keys_info,
     .row_fast = row_fast,
     .prep_floats = prep_floats,
     .row_floats = row_floats,
     .prepare = prepare,
-    .prepare_rows = no_rows,
+    .prepare_rows = nw_score_no_rows,
     .block = block,
-    .scale = unit_scale,
+    .scale = nw_score_unit_scale,
 };

@@ -14,11 +14,6 @@ static size_t none(size_t rows, size_t d) {
     return 0;
 }
 
-static size_t no_doubles(size_t d) {
-    (void)d;
-    return 0;
-}
-
 static void keys_info(const nw_score *score, size_t n, size_t d, const float *k, size_t ldk,
                       double *store, nw_keys_info *info) {
     (void)score, (void)n, (void)d, (void)k, (void)ldk, (void)store;
@@ -38,11 +33,6 @@ static void prepare(const nw_score *score, const nw_keys_info *info, size_t n, s
     (void)score, (void)info, (void)n, (void)d, (void)k, (void)ldk, (void)kp;
 }
 
-static void no_rows(const nw_score *score, const nw_keys_info *info, size_t m, size_t d,
-                    const float *q, size_t ldq, float *qs) {
-    (void)score, (void)info, (void)m, (void)d, (void)q, (void)ldq, (void)qs;
-}
-
 static void block(const nw_score *score, const nw_keys_info *info, const nw_simd *simd, size_t m,
                   size_t n, size_t d, const float *q, size_t ldq, const float *qs,
                   const float *k, size_t ldk, const float *kp, float *t, size_t ldt) {
@@ -52,22 +42,17 @@ static void block(const nw_score *score, const nw_keys_info *info, const nw_simd
         memset(t + i * ldt, 0, n * sizeof(float));
 }
 
-static double unit_scale(const nw_score *score, const nw_keys_info *info) {
-    (void)score, (void)info;
-    return 1.0;
-}
-
 const nw_score_desc nw_score_uniform = {
     .name = "uniform",
     .ref = ref,
-    .info_doubles = no_doubles,
+    .info_doubles = nw_score_no_doubles,
     .keys_info = keys_info,
     .row_fast = row_fast,
     .prep_floats = none,
     .row_floats = none,
     .prepare = prepare,
-    .prepare_rows = no_rows,
+    .prepare_rows = nw_score_no_rows,
     .block = block,
-    .scale = unit_scale,
+    .scale = nw_score_unit_scale,
     .constant = 1,
 };
