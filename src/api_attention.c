@@ -91,12 +91,12 @@ nwattn_status nwattn_attention(nwattn_context *ctx, const nwattn_attention_param
     const int blas_ok = nw_call_blas_ok(&call) && widest <= NW_BLAS_INT_MAX &&
                         p->d_v_in <= NW_BLAS_INT_MAX && p->d_qk <= NW_BLAS_INT_MAX &&
                         p->d_v <= NW_BLAS_INT_MAX && out_w <= NW_BLAS_INT_MAX;
-    const nw_kernels *kernels;
-    NW_TRY(nw_select_pool_kernels(ctx, blas_ok, t_kv <= NW_BLAS_INT_MAX, &a.pool, &kernels));
+    nw_pooling pooling;
+    NW_TRY(nw_select_pooling(ctx, blas_ok, t_kv <= NW_BLAS_INT_MAX, &a.pool, &pooling));
     if (batch == 0 || t_q == 0)
         return NWATTN_OK;
     void *ws;
-    NW_TRY(nw_workspace(ctx, nw_attention_workspace(kernels, &a, ctx->workers.threads), &ws));
-    nw_attention_run(kernels, &a, ws, &ctx->workers);
+    NW_TRY(nw_workspace(ctx, nw_attention_workspace(&pooling, &a, ctx->workers.threads), &ws));
+    nw_attention_run(&pooling, &a, ws, &ctx->workers);
     return NWATTN_OK;
 }

@@ -24,8 +24,8 @@ nwattn_status nwattn_average_pool(nwattn_context *ctx, const nwattn_mask *mask, 
     NW_TRY(nw_output(&call, "o", o, m, dv, ldo, stride_o));
     NW_TRY(nw_check_mask(&call, mask, m, n, &args.mask));
     NW_TRY(nw_check_disjoint(&call));
-    const nw_kernels *kernels;
-    NW_TRY(nw_select_pool_kernels(ctx, nw_call_blas_ok(&call), n <= NW_BLAS_INT_MAX, &args,
-                                  &kernels));
-    return nw_pool_run(ctx, kernels, &args);
+    nw_pooling pooling;
+    NW_TRY(nw_select_pooling(ctx, nw_call_blas_ok(&call), n <= NW_BLAS_INT_MAX, &args,
+                                  &pooling));
+    return nw_pool_run(ctx, &pooling, &args);
 }

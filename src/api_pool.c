@@ -34,8 +34,8 @@ nwattn_status nwattn_pool(nwattn_context *ctx, const nwattn_score *score,
     NW_TRY(nw_check_mask(&call, mask, m, n, &args.mask));
     NW_TRY(nw_check_disjoint(&call));
     /* The unfused path's block of scores has leading dimension n. */
-    const nw_kernels *kernels;
-    NW_TRY(nw_select_pool_kernels(ctx, nw_call_blas_ok(&call), n <= NW_BLAS_INT_MAX, &args,
-                                  &kernels));
-    return nw_pool_run(ctx, kernels, &args);
+    nw_pooling pooling;
+    NW_TRY(nw_select_pooling(ctx, nw_call_blas_ok(&call), n <= NW_BLAS_INT_MAX, &args,
+                                  &pooling));
+    return nw_pool_run(ctx, &pooling, &args);
 }

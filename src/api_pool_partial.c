@@ -36,7 +36,7 @@ nwattn_status nwattn_pool_partial(nwattn_context *ctx, const nwattn_score *score
     args.state_max = state->max;
     args.state_sum = state->sum;
     args.stride_stats = state->stride_stats;
-    const nw_kernels *kernels;
-    NW_TRY(nw_select_kernels(ctx, nw_call_blas_ok(&call), &kernels));
-    return nw_pool_run(ctx, kernels, &args);
+    nw_pooling pooling = {NULL, NW_DRIVER_TILED}; /* states exist tile by tile */
+    NW_TRY(nw_select_kernels(ctx, nw_call_blas_ok(&call), &pooling.kernels));
+    return nw_pool_run(ctx, &pooling, &args);
 }

@@ -37,13 +37,13 @@ static void aim_pool(nw_attention_args *a, float *q, float *k, float *v, float *
     pool->hstride_o = dvh;
 }
 
-size_t nw_attention_workspace(const nw_kernels *kernels, nw_attention_args *a,
+size_t nw_attention_workspace(const nw_pooling *pooling, nw_attention_args *a,
                               size_t threads) {
     layout f;
     if (!buffer_floats(a, &f))
         return SIZE_MAX;
     aim_pool(a, NULL, NULL, NULL, NULL); /* the pooling's needs depend on the shapes only */
-    size_t pool_bytes = kernels->pool_workspace(&a->pool, threads), total = 0;
+    size_t pool_bytes = nw_pooling_workspace(pooling, &a->pool, threads), total = 0;
     const size_t pieces[4] = {f.q, f.k, f.v, f.c};
     for (int i = 0; i < 4; i++) {
         size_t bytes;
@@ -71,7 +71,7 @@ static void project(const nw_kernels *kernels, size_t batch, size_t t, size_t ou
                         ld_out);
 }
 
-void nw_attention_run(const nw_kernels *kernels, nw_attention_args *a, void *workspace,
+void nw_attention_run(const nw_pooling *pooling, nw_attention_args *a, void *workspace,
                       nw_workers *workers) {
     const nwattn_attention_params *p = a->params;
     layout f = {0, 0, 0, 0};
@@ -82,17 +82,17 @@ void nw_attention_run(const nw_kernels *kernels, nw_attention_args *a, void *wor
     float *c = v + nw_round_up(f.v * sizeof(float)) / sizeof(float);
     void *pool_scratch = c + nw_round_up(f.c * sizeof(float)) / sizeof(float);
 
-    project(kernels, a->batch, a->t_q, p->d_qk, p->d_q_in, a->x_q, p->w_q, p->b_q, q, p->d_qk,
+    project(pooling->kernels, a->batch, a->t_q, p->d_qk, p->d_q_in, a->x_q, p->w_q, p->b_q, q, p->d_qk,
             a->t_q * p->d_qk);
-    project(kernels, a->batch, a->t_kv, p->d_qk, p->d_k_in, a->x_k, p->w_k, p->b_k, k, p->d_qk,
+    project(pooling->kernels, a->batch, a->t_kv, p->d_qk, p->d_k_in, a->x_k, p->w_k, p->b_k, k, p->d_qk,
             a->t_kv * p->d_qk);
-    project(kernels, a->batch, a->t_kv, p->d_v, p->d_v_in, a->x_v, p->w_v, p->b_v, v, p->d_v,
+    project(pooling->kernels, a->batch, a->t_kv, p->d_v, p->d_v_in, a->x_v, p->w_v, p->b_v, v, p->d_v,
             a->t_kv * p->d_v);
     aim_pool(a, q, k, v, c);
-    kernels->pool(&a->pool, pool_scratch, workers);
+    nw_pooling_exec(pooling, &a->pool, pool_scratch, workers);
     if (p->w_o != NULL) {
         const nw_seq concat = {c, p->d_v, a->t_q * p->d_v};
-        project(kernels, a->batch, a->t_q, p->d_out, p->d_v, concat, p->w_o, p->b_o, a->y,
+        project(pooling->kernels, a->batch, a->t_q, p->d_out, p->d_v, concat, p->w_o, p->b_o, a->y,
                 a->ldy, a->stride_y);
     }
 }

@@ -23,10 +23,10 @@ typedef struct nw_attention_args {
 } nw_attention_args;
 
 /* Bytes of working memory: projected Q, K, V, the concatenated heads, the pooling's own. */
-size_t nw_attention_workspace(const nw_kernels *kernels, nw_attention_args *args,
+size_t nw_attention_workspace(const nw_pooling *pooling, nw_attention_args *args,
                               size_t threads);
 /* Runs the layer with that much working memory. Never fails. */
-void nw_attention_run(const nw_kernels *kernels, nw_attention_args *args, void *workspace,
+void nw_attention_run(const nw_pooling *pooling, nw_attention_args *args, void *workspace,
                       nw_workers *workers);
 
 #endif /* NWATTN_ATTENTION_H */

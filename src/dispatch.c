@@ -1,4 +1,5 @@
-/* Backend selection: one table of kernels per backend, chosen per call from the context. */
+/* Backend selection: each public backend is a provider (ref/, blas/) and, for poolings, a
+ * driver (frame/), chosen per call from the context. */
 #include "pool.h"
 
 static nwattn_status too_large(nwattn_context *ctx, const char *backend) {
@@ -21,7 +22,7 @@ nwattn_status nw_select_kernels(nwattn_context *ctx, int blas_ok, const nw_kerne
     case NWATTN_BACKEND_FUSED: /* nothing to fuse outside a pooling: the BLAS kernels */
         if (!blas_ok)
             return too_large(ctx, "FUSED");
-        *out = &nw_fused_kernels;
+        *out = &nw_blas_kernels;
         return NWATTN_OK;
     case NWATTN_BACKEND_AUTO:
         *out = blas_ok ? &nw_blas_kernels : &nw_reference_kernels;
@@ -41,17 +42,23 @@ static int prefer_fused(const nw_pool_args *a) {
            a->dv <= NW_AUTO_FUSED_MAX_WIDTH;
 }
 
-nwattn_status nw_select_pool_kernels(nwattn_context *ctx, int blas_ok, int n_ok,
-                                     const nw_pool_args *args, const nw_kernels **out) {
+nwattn_status nw_select_pooling(nwattn_context *ctx, int blas_ok, int n_ok,
+                                const nw_pool_args *args, nw_pooling *out) {
     if (ctx->backend == NWATTN_BACKEND_BLAS && !n_ok)
         return too_large(ctx, "BLAS");
-    if (ctx->backend != NWATTN_BACKEND_AUTO)
-        return nw_select_kernels(ctx, blas_ok, out);
-    if (!blas_ok)
-        *out = &nw_reference_kernels;
-    else if (!n_ok || prefer_fused(args))
-        *out = &nw_fused_kernels;
-    else
-        *out = &nw_blas_kernels;
+    NW_TRY(nw_select_kernels(ctx, blas_ok, &out->kernels));
+    switch (ctx->backend) {
+    case NWATTN_BACKEND_BLAS:
+        out->driver = NW_DRIVER_UNFUSED;
+        break;
+    case NWATTN_BACKEND_AUTO:
+        out->driver = out->kernels == &nw_blas_kernels && n_ok && !prefer_fused(args)
+                          ? NW_DRIVER_UNFUSED
+                          : NW_DRIVER_TILED;
+        break;
+    default: /* REFERENCE and FUSED */
+        out->driver = NW_DRIVER_TILED;
+        break;
+    }
     return NWATTN_OK;
 }

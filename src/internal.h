@@ -95,7 +95,8 @@ typedef struct nw_exec {
     nw_workers *workers;
 } nw_exec;
 
-/* One backend: every primitive the dispatch layer composes. Kernels get validated arguments
+/* A kernel provider: every primitive the drivers compose (the reference in double, or BLAS
+ * with the vector kernels). Kernels get validated arguments
  * and never fail; the memory they need is sized by *_workspace and handed in.
  *
  * Scores travel as row_scale[i] · t[i][j]: t is float, row_scale[i] an exact power of two kept
@@ -127,31 +128,39 @@ typedef struct nw_kernels {
      * rows×out y (pitch ldy): the projections of attention layers. */
     void (*linear)(size_t rows, size_t out, size_t in, const float *x, size_t ldx,
                    const float *w, const float *bias, float *y, size_t ldy);
-    /* The whole pooling of nw_pool_args (pool.h): bytes of scratch for `threads` workers, then
-     * the run on those workers. `pool` writes outputs (o, weights, lse), `partial` states. */
-    size_t (*pool_workspace)(const struct nw_pool_args *args, size_t threads);
-    void (*pool)(const struct nw_pool_args *args, void *scratch, nw_workers *workers);
-    size_t (*partial_workspace)(const struct nw_pool_args *args, size_t threads);
-    void (*partial)(const struct nw_pool_args *args, void *scratch, nw_workers *workers);
+    /* The provider's tiles for the tiled driver (frame/tiled.h). */
+    const struct nw_tile_provider *tiles;
 } nw_kernels;
 
 extern const nw_kernels nw_reference_kernels;
 extern const nw_kernels nw_blas_kernels;
-extern const nw_kernels nw_fused_kernels;
+
+/* The pooling drivers (frame/): the unfused one (scores, softmax and W·V a block of query rows
+ * at a time) and the tiled one (online softmax over key tiles; the m×n weights never exist). */
+typedef enum nw_driver { NW_DRIVER_UNFUSED, NW_DRIVER_TILED } nw_driver;
+
+/* How a pooling runs: a driver over a provider. The public backends are such pairs:
+ * REFERENCE (tiled, reference), BLAS (unfused, BLAS), FUSED (tiled, BLAS); AUTO picks by
+ * shape. Partial states exist tile by tile: they always take the tiled driver. */
+typedef struct nw_pooling {
+    const nw_kernels *kernels;
+    nw_driver driver;
+} nw_pooling;
 
 /* Largest value a BLAS integer argument (dimension, leading dimension, increment) may take. */
 #define NW_BLAS_INT_MAX 2147483647u
 
-/* Picks the kernels for ctx's backend and this problem. `blas_ok` says whether every leading
- * dimension and stride handed to the BLAS fits its integer: AUTO falls back to the reference,
- * BLAS refuses with NWATTN_ERR_TOO_LARGE. */
+/* Picks the provider for ctx's backend and this problem (FUSED: BLAS, as nothing outside a
+ * pooling fuses). `blas_ok` says whether every leading dimension and stride handed to the BLAS
+ * fits its integer: AUTO falls back to the reference, BLAS and FUSED refuse with
+ * NWATTN_ERR_TOO_LARGE. */
 nwattn_status nw_select_kernels(nwattn_context *ctx, int blas_ok, const nw_kernels **out);
 
-/* The same for a pooling: AUTO also chooses between the unfused (BLAS) and the fused kernels
- * by shape. `n_ok` says whether n fits the BLAS integer (the unfused path's score blocks have
- * leading dimension n). */
-nwattn_status nw_select_pool_kernels(nwattn_context *ctx, int blas_ok, int n_ok,
-                                     const struct nw_pool_args *args, const nw_kernels **out);
+/* The same for a pooling, with the driver: AUTO also chooses between the unfused and the
+ * tiled driver by shape. `n_ok` says whether n fits the BLAS integer (the unfused driver's
+ * score blocks have leading dimension n). */
+nwattn_status nw_select_pooling(nwattn_context *ctx, int blas_ok, int n_ok,
+                                const struct nw_pool_args *args, nw_pooling *out);
 
 /* AUTO pools with the fused kernels from this many keys on, for rows (d and dv) at most this
  * wide (measured: see NWATTN_BACKEND_AUTO in nwattn.h). */

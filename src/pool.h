@@ -40,14 +40,19 @@ static inline int nw_pool_is_empty(const nw_pool_args *a) {
            (a->dv == 0 && a->w == NULL && a->lse == NULL && a->state_max == NULL);
 }
 
-/* The unfused driver, the `pool` entry of the reference and BLAS kernel tables. `self` is the
- * table whose scores, softmax and gemm it composes. Runs on the calling thread. */
+/* The unfused driver (frame/unfused.c) over a provider whose scores, softmax and gemm it
+ * composes. Runs on the calling thread. */
 size_t nw_pool_unfused_workspace(const nw_kernels *self, const nw_pool_args *args);
 void nw_pool_unfused(const nw_kernels *self, const nw_pool_args *args, void *scratch);
 
-/* Checks nothing: acquires the kernels' working memory from ctx and runs kernels->pool (or
- * ->partial when args->state_max is set). Fails only if the memory cannot be had. */
-nwattn_status nw_pool_run(nwattn_context *ctx, const nw_kernels *kernels,
-                          const nw_pool_args *args);
+/* A pooling's driver over its provider (frame/pooling.c): the scratch for `threads` workers,
+ * and the run. Partial states (args->state_max set) always take the tiled driver. */
+size_t nw_pooling_workspace(const nw_pooling *p, const nw_pool_args *args, size_t threads);
+void nw_pooling_exec(const nw_pooling *p, const nw_pool_args *args, void *scratch,
+                     nw_workers *workers);
+
+/* Checks nothing: acquires the working memory from ctx and runs the pooling. Fails only if
+ * the memory cannot be had. */
+nwattn_status nw_pool_run(nwattn_context *ctx, const nw_pooling *p, const nw_pool_args *args);
 
 #endif /* NWATTN_POOL_H */

@@ -33,10 +33,10 @@ static nwattn_status predict_pooled(nwattn_context *ctx, const nw_call *call, co
     args.v = y, args.ldv = ldy;
     args.o = yq, args.ldo = ldyq;
     args.w = weights, args.ldw = ldw;
-    const nw_kernels *kernels;
+    nw_pooling pooling;
     NW_TRY(
-        nw_select_pool_kernels(ctx, nw_call_blas_ok(call), n <= NW_BLAS_INT_MAX, &args, &kernels));
-    return nw_pool_run(ctx, kernels, &args);
+        nw_select_pooling(ctx, nw_call_blas_ok(call), n <= NW_BLAS_INT_MAX, &args, &pooling));
+    return nw_pool_run(ctx, &pooling, &args);
 }
 
 /* The row engines, a unit of query rows at a time; partial[u · (3 + d)] counts the flagged

@@ -28,9 +28,4 @@ void nw_ref_bmm(const nw_exec *exec, size_t batch, size_t m, size_t n, size_t k,
                 size_t stride_a, const float *b, size_t ldb, size_t stride_b, float *c,
                 size_t ldc, size_t stride_c, void *scratch);
 
-/* The pooling (outputs, weights, lse) or, with args->state_max set, the partial states of
- * nw_pool_args, each row from the definition in double. */
-size_t nw_ref_pool_workspace(const struct nw_pool_args *args, size_t threads);
-void nw_ref_pool(const struct nw_pool_args *args, void *scratch, nw_workers *workers);
-
 #endif /* NWATTN_REF_KERNELS_H */

@@ -1,5 +1,6 @@
-/* One unit of the fused path: a block of query rows of one item against all its keys, tile by
- * tile, with the online softmax of core/row_state.h: per row the running shift M and sum L (in
+/* The BLAS tile provider of the tiled driver (frame/tiled.h), the fused path: one unit is a
+ * block of query rows of one item against all its keys, tile by tile, with the online softmax
+ * of core/row_state.h: per row the running shift M and sum L (in
  * double) and the accumulator A = sum_j exp(s_j - M) v_j (in the output rows, or the state's).
  * At the end O = A / L and lse = M + log L, a single division per row.
  *
@@ -12,15 +13,13 @@
 #include <math.h>
 #include <string.h>
 
-#include "blas/blas_kernels.h"
-#include "core/row_state.h"
-#include "fused_kernels.h"
+#include "blas_kernels.h"
+#include "frame/tiled.h"
 #include "ref/ref_kernels.h"
-#include "score/score.h"
 
 static size_t min_size(size_t a, size_t b) { return a < b ? a : b; }
 
-/* The unit's place in the problem and its scratch, carved as nw_fused_plan_init sized it. */
+/* The unit's place in the problem and its scratch, carved as unit_bytes sized it. */
 typedef struct unit {
     const nw_pool_args *a;
     size_t b, h, i0, rows, bn;
@@ -37,46 +36,44 @@ typedef struct unit {
     double scale; /* fast scores = scale · s */
 } unit;
 
-static unsigned char *take(unsigned char **cursor, size_t count, size_t elem) {
-    unsigned char *piece = *cursor;
-    *cursor += nw_round_up(count * elem);
-    return piece;
+static size_t unit_bytes(const nw_pool_args *a, size_t bm, size_t bn) {
+    const nw_score_desc *desc = a->score.desc;
+    const size_t prep = desc->prep_floats(bn, a->d), rows = desc->row_floats(bm, a->d);
+    size_t total = 0, tile;
+    const int ok = prep != SIZE_MAX && rows != SIZE_MAX && nw_mul(bm, bn, &tile) &&
+                   nw_tile_piece(&total, tile, sizeof(float)) &&     /* scores, then P */
+                   nw_tile_piece(&total, tile, sizeof(double)) &&    /* exact rows' scores */
+                   nw_tile_piece(&total, bm, sizeof(nw_mask_row)) && /* mask rows */
+                   nw_tile_piece(&total, bm, sizeof(nw_row)) &&      /* row states */
+                   nw_tile_piece(&total, bm, 1) &&                   /* exact flags */
+                   nw_tile_piece(&total, prep, sizeof(float)) &&     /* the key tile */
+                   nw_tile_piece(&total, rows, sizeof(float));       /* the query rows */
+    return ok ? total : SIZE_MAX;
 }
 
-static void unit_init(unit *u, const nw_fused_plan *plan, size_t index, size_t worker) {
+static void unit_init(unit *u, const nw_tiled_plan *plan, size_t index, size_t worker) {
     const nw_pool_args *a = plan->a;
     const nw_score_desc *desc = a->score.desc;
-    const size_t item = index / plan->blocks, block = index % plan->blocks;
     memset(u, 0, sizeof *u);
     u->a = a;
-    u->b = item / a->heads;
-    u->h = item % a->heads;
-    u->i0 = block * plan->bm;
-    u->rows = min_size(plan->bm, a->m - u->i0);
+    nw_tile_unit_rows(plan, index, &u->b, &u->h, &u->i0, &u->rows);
     u->bn = plan->bn;
     u->q = NW_ITEM(a, q, u->b, u->h) + u->i0 * a->ldq;
     u->k = NW_ITEM(a, k, u->b, u->h);
     u->v = NW_ITEM(a, v, u->b, u->h);
     u->acc = NW_ITEM(a, o, u->b, u->h) + u->i0 * a->ldo;
-    u->info = &plan->item[item];
+    u->info = &plan->item[index / plan->blocks];
     u->scale = desc->scale(&a->score, u->info);
 
     const size_t bm = plan->bm, bn = plan->bn;
     unsigned char *cursor = plan->scratch + worker * plan->unit_bytes;
-    u->s = (float *)(void *)take(&cursor, bm * bn, sizeof(float));
-    u->sd = (double *)(void *)take(&cursor, bm * bn, sizeof(double));
-    u->mask_rows = (nw_mask_row *)(void *)take(&cursor, bm, sizeof(nw_mask_row));
-    u->row = (nw_row *)(void *)take(&cursor, bm, sizeof(nw_row));
-    u->exact = take(&cursor, bm, 1);
-    u->kp = (float *)(void *)take(&cursor, desc->prep_floats(bn, a->d), sizeof(float));
-    u->scratch = (float *)(void *)take(&cursor, desc->row_floats(bm, a->d), sizeof(float));
-}
-
-void nw_fused_prepare_item(const nw_fused_plan *plan, size_t index) {
-    const nw_pool_args *a = plan->a;
-    const size_t doubles = a->score.desc->info_doubles(a->d);
-    a->score.desc->keys_info(&a->score, a->n, a->d, NW_ITEM(a, k, index / a->heads, index % a->heads),
-                             a->ldk, plan->info_store + index * doubles, &plan->item[index]);
+    u->s = (float *)(void *)nw_tile_take(&cursor, bm * bn, sizeof(float));
+    u->sd = (double *)(void *)nw_tile_take(&cursor, bm * bn, sizeof(double));
+    u->mask_rows = (nw_mask_row *)(void *)nw_tile_take(&cursor, bm, sizeof(nw_mask_row));
+    u->row = (nw_row *)(void *)nw_tile_take(&cursor, bm, sizeof(nw_row));
+    u->exact = nw_tile_take(&cursor, bm, 1);
+    u->kp = (float *)(void *)nw_tile_take(&cursor, desc->prep_floats(bn, a->d), sizeof(float));
+    u->scratch = (float *)(void *)nw_tile_take(&cursor, desc->row_floats(bm, a->d), sizeof(float));
 }
 
 /* Which rows of the unit are exact (score.h): decided from each row's query and the item's
@@ -273,7 +270,7 @@ static void write_states(const unit *u) {
     }
 }
 
-void nw_fused_unit(const nw_fused_plan *plan, size_t index, size_t worker) {
+static void run_unit(const nw_tiled_plan *plan, size_t index, size_t worker) {
     unit u;
     unit_init(&u, plan, index, worker);
     const nw_pool_args *a = u.a;
@@ -327,3 +324,10 @@ void nw_fused_unit(const nw_fused_plan *plan, size_t index, size_t worker) {
     if (a->w != NULL)
         write_weights(&u, keys);
 }
+
+const nw_tile_provider nw_blas_tiles = {
+    .name = "blas",
+    .unit_bytes = unit_bytes,
+    .key_info = 1,
+    .unit = run_unit,
+};

@@ -91,22 +91,3 @@ void nw_pool_unfused(const nw_kernels *self, const nw_pool_args *a, void *ws) {
                 copy_first_row(a, o, lse);
         }
 }
-
-nwattn_status nw_pool_run(nwattn_context *ctx, const nw_kernels *kernels,
-                          const nw_pool_args *args) {
-    if (nw_pool_is_empty(args))
-        return NWATTN_OK;
-    nw_pool_args run = *args;
-    run.simd = ctx->simd; /* whoever built the arguments: the context's vector kernels */
-    const nw_pool_args *a = &run;
-    const int partial = a->state_max != NULL;
-    size_t bytes = partial ? kernels->partial_workspace(a, ctx->workers.threads)
-                           : kernels->pool_workspace(a, ctx->workers.threads);
-    void *ws;
-    NW_TRY(nw_workspace(ctx, bytes, &ws));
-    if (partial)
-        kernels->partial(a, ws, &ctx->workers);
-    else
-        kernels->pool(a, ws, &ctx->workers);
-    return NWATTN_OK;
-}

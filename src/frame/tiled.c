@@ -1,0 +1,104 @@
+/* The tiled driver (tiled.h): tile sizes, working memory, and the units spread over the
+ * workers. */
+#include "threads.h"
+#include "tiled.h"
+
+static size_t min_size(size_t a, size_t b) { return a < b ? a : b; }
+static size_t max_size(size_t a, size_t b) { return a > b ? a : b; }
+
+/* Tiles of 64 query rows by as many keys as keep each product within NW_TILE_MNK (at least
+ * 16, at most 256); with very wide rows the query block shrinks as well. */
+static void tile_sizes(const nw_pool_args *a, size_t *bm, size_t *bn) {
+    const size_t width = max_size(max_size(a->d, a->dv), 1);
+    size_t rows = 64;
+    size_t keys = NW_TILE_MNK / rows / width;
+    if (keys > 256)
+        keys = 256;
+    if (keys < 16) {
+        keys = 16;
+        rows = max_size(NW_TILE_MNK / keys / width, 1);
+        rows = min_size(rows, 64);
+    }
+    *bm = min_size(rows, a->m);
+    *bn = max_size(min_size(keys, a->n), 1);
+}
+
+int nw_tile_piece(size_t *total, size_t count, size_t elem) {
+    size_t bytes;
+    return nw_mul(count, elem, &bytes) && nw_add(*total, nw_round_up(bytes), total) &&
+           *total != SIZE_MAX;
+}
+
+static void plan_init(nw_tiled_plan *plan, const nw_tile_provider *provider,
+                      const nw_pool_args *a, int partial) {
+    plan->a = a;
+    plan->provider = provider;
+    plan->partial = partial;
+    plan->scratch = NULL;
+    plan->item = NULL;
+    plan->info_store = NULL;
+    tile_sizes(a, &plan->bm, &plan->bn);
+    plan->blocks = plan->bm > 0 ? (a->m + plan->bm - 1) / plan->bm : 0;
+    plan->items = a->batch * a->heads; /* <= batch·heads·m, which the checks bounded */
+    plan->unit_bytes = provider->unit_bytes(a, plan->bm, plan->bn);
+    /* Shared: each item's key information and what it points at. */
+    size_t shared = 0, doubles;
+    const int ok = !provider->key_info ||
+                   (nw_tile_piece(&shared, plan->items, sizeof(nw_keys_info)) &&
+                    nw_mul(plan->items, a->score.desc->info_doubles(a->d), &doubles) &&
+                    nw_tile_piece(&shared, doubles, sizeof(double)));
+    plan->shared_bytes = ok ? shared : SIZE_MAX;
+}
+
+static size_t workers(const nw_tiled_plan *plan, size_t threads) {
+    size_t units = plan->items * plan->blocks; /* <= m·batch·heads */
+    return max_size(min_size(threads, units), 1);
+}
+
+size_t nw_tiled_workspace(const nw_tile_provider *provider, const nw_pool_args *a,
+                          size_t threads, int partial) {
+    nw_tiled_plan plan;
+    plan_init(&plan, provider, a, partial);
+    size_t bytes;
+    if (plan.unit_bytes == SIZE_MAX || plan.shared_bytes == SIZE_MAX ||
+        !nw_mul(plan.unit_bytes, workers(&plan, threads), &bytes) ||
+        !nw_add(bytes, plan.shared_bytes, &bytes))
+        return SIZE_MAX;
+    return bytes;
+}
+
+static void run_unit(void *arg, size_t unit, size_t worker) {
+    const nw_tiled_plan *plan = arg;
+    plan->provider->unit(plan, unit, worker);
+}
+
+/* The key information of one item (plan->item[item]). */
+static void run_item(void *arg, size_t index, size_t worker) {
+    (void)worker;
+    const nw_tiled_plan *plan = arg;
+    const nw_pool_args *a = plan->a;
+    const size_t doubles = a->score.desc->info_doubles(a->d);
+    a->score.desc->keys_info(&a->score, a->n, a->d,
+                             NW_ITEM(a, k, index / a->heads, index % a->heads), a->ldk,
+                             plan->info_store + index * doubles, &plan->item[index]);
+}
+
+void nw_tiled_run(const nw_tile_provider *provider, const nw_pool_args *a, void *scratch,
+                  nw_workers *team, int partial) {
+    if (nw_pool_is_empty(a))
+        return;
+    nw_tiled_plan plan;
+    plan_init(&plan, provider, a, partial);
+    /* Shared part first (carved as plan_init sized it), then the workers'. */
+    if (provider->key_info) {
+        unsigned char *shared = scratch;
+        plan.item = (nw_keys_info *)(void *)shared;
+        plan.info_store =
+            (double *)(void *)(shared + nw_round_up(plan.items * sizeof(nw_keys_info)));
+    }
+    plan.scratch = (unsigned char *)scratch + plan.shared_bytes;
+    const size_t n_workers = workers(&plan, team->threads); /* as the workspace sized them */
+    if (provider->key_info)
+        nw_parallel_for(team, n_workers, plan.items, run_item, &plan);
+    nw_parallel_for(team, n_workers, plan.items * plan.blocks, run_unit, &plan);
+}
