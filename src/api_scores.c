@@ -41,8 +41,8 @@ nwattn_status nwattn_scores(nwattn_context *ctx, const nwattn_score *score, size
     void *scratch = (char *)ws + scale_bytes;
     for (size_t b = 0; b < batch; b++) {
         float *sb = s + b * stride_s;
-        kernels->scores(ctx->simd, &sc, m, n, d, q + b * stride_q, ldq, k + b * stride_k, ldk, sb, lds,
-                        row_scale, scratch);
+        kernels->scores(ctx->simd, &sc, m, n, d, q + b * stride_q, ldq, k + b * stride_k, ldk, sb,
+                        lds, row_scale, scratch);
         apply_row_scale(m, n, row_scale, sb, lds);
     }
     return NWATTN_OK;

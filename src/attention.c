@@ -82,17 +82,18 @@ void nw_attention_run(const nw_pooling *pooling, nw_attention_args *a, void *wor
     float *c = v + nw_round_up(f.v * sizeof(float)) / sizeof(float);
     void *pool_scratch = c + nw_round_up(f.c * sizeof(float)) / sizeof(float);
 
-    project(pooling->kernels, a->batch, a->t_q, p->d_qk, p->d_q_in, a->x_q, p->w_q, p->b_q, q, p->d_qk,
+    const nw_kernels *kernels = pooling->kernels; /* the projections' provider */
+    project(kernels, a->batch, a->t_q, p->d_qk, p->d_q_in, a->x_q, p->w_q, p->b_q, q, p->d_qk,
             a->t_q * p->d_qk);
-    project(pooling->kernels, a->batch, a->t_kv, p->d_qk, p->d_k_in, a->x_k, p->w_k, p->b_k, k, p->d_qk,
+    project(kernels, a->batch, a->t_kv, p->d_qk, p->d_k_in, a->x_k, p->w_k, p->b_k, k, p->d_qk,
             a->t_kv * p->d_qk);
-    project(pooling->kernels, a->batch, a->t_kv, p->d_v, p->d_v_in, a->x_v, p->w_v, p->b_v, v, p->d_v,
+    project(kernels, a->batch, a->t_kv, p->d_v, p->d_v_in, a->x_v, p->w_v, p->b_v, v, p->d_v,
             a->t_kv * p->d_v);
     aim_pool(a, q, k, v, c);
     nw_pooling_exec(pooling, &a->pool, pool_scratch, workers);
     if (p->w_o != NULL) {
         const nw_seq concat = {c, p->d_v, a->t_q * p->d_v};
-        project(pooling->kernels, a->batch, a->t_q, p->d_out, p->d_v, concat, p->w_o, p->b_o, a->y,
+        project(kernels, a->batch, a->t_q, p->d_out, p->d_v, concat, p->w_o, p->b_o, a->y,
                 a->ldy, a->stride_y);
     }
 }

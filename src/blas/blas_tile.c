@@ -81,7 +81,8 @@ static void unit_init(unit *u, const nw_tiled_plan *plan, size_t index, size_t w
 static void choose_rows(unit *u) {
     const nw_pool_args *a = u->a;
     for (size_t r = 0; r < u->rows; r++) {
-        u->exact[r] = (unsigned char)nw_score_row_exact(&a->score, a->d, u->q + r * a->ldq, u->info);
+        u->exact[r] =
+            (unsigned char)nw_score_row_exact(&a->score, a->d, u->q + r * a->ldq, u->info);
         u->any_exact |= u->exact[r];
     }
     if (u->info->finite) /* the rows as the score's block wants them, for every tile */

@@ -19,7 +19,8 @@ static size_t block_rows(const nw_wmodel_args *a) {
     return rows > 0 ? rows : 1;
 }
 
-static const nw_score unit_gaussian = {&nw_score_gaussian, NWATTN_SCORE_GAUSSIAN, 0.0f, 1.0f, NULL};
+static const nw_score unit_gaussian = {&nw_score_gaussian, NWATTN_SCORE_GAUSSIAN, 0.0f, 1.0f,
+                                       NULL};
 
 size_t nw_wmodel_bytes(const nw_kernels *kernels, const nw_wmodel_args *a) {
     size_t floats, bytes, extra;
