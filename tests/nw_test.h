@@ -1,7 +1,7 @@
 /* Helpers of the Nadaraya-Watson regression tests (tests/test_nw_*.c): contexts for both
- * backends, tolerant comparisons that say what failed, data, and direct double-precision
- * evaluations of the estimators written from their textbook definitions, independent of the
- * library's code. Everything is static: each test is one translation unit. */
+ * backends, tolerant comparisons that say what failed, and data; the direct evaluations of the
+ * estimators from their textbook definitions are the oracle's (tests/oracle.h). Everything
+ * here is static: each test is one translation unit. */
 #ifndef NWATTN_NW_TEST_H
 #define NWATTN_NW_TEST_H
 
@@ -18,6 +18,8 @@
 #include <cmocka.h>
 
 #include "nwattn.h"
+#define OR_CORE_ONLY
+#include "oracle.h"
 
 #define NT_ASSERT_OK(ctx, expr)                                                                    \
     do {                                                                                           \
@@ -73,114 +75,8 @@ static inline float *nt_matrix(nwattn_rng *rng, size_t rows, size_t cols, size_t
     return a;
 }
 
-/* ---- Direct evaluation from the definitions (double) ---------------------------------------- */
-static inline double nt_kernel(nwattn_kernel kernel, double t) {
-    switch (kernel) {
-    case NWATTN_KERNEL_GAUSSIAN:
-        return exp(-t / 2.0);
-    case NWATTN_KERNEL_LAPLACE:
-        return exp(-sqrt(t));
-    case NWATTN_KERNEL_EPANECHNIKOV:
-        return t < 1.0 ? 1.0 - t : 0.0;
-    case NWATTN_KERNEL_TRICUBE:
-        return t < 1.0 ? pow(1.0 - pow(t, 1.5), 3.0) : 0.0;
-    case NWATTN_KERNEL_UNIFORM:
-        return t <= 1.0 ? 1.0 : 0.0;
-    }
-    return NAN;
-}
-
-static inline double nt_t(size_t d, const float *q, const float *xj, const float *h) {
-    double t = 0.0;
-    for (size_t k = 0; k < d; k++) {
-        double u = ((double)q[k] - (double)xj[k]) / (double)h[k];
-        t += u * u;
-    }
-    return t;
-}
-
-/* Solves the p×p system a·x = b (row-major, destroyed) by Gaussian elimination with partial
- * pivoting; returns 0 when a pivot vanishes. */
-static inline int nt_solve(size_t p, double *a, double *b) {
-    for (size_t c = 0; c < p; c++) {
-        size_t piv = c;
-        for (size_t r = c + 1; r < p; r++)
-            if (fabs(a[r * p + c]) > fabs(a[piv * p + c]))
-                piv = r;
-        if (a[piv * p + c] == 0.0)
-            return 0;
-        for (size_t k = 0; k < p; k++) {
-            double tmp = a[c * p + k];
-            a[c * p + k] = a[piv * p + k];
-            a[piv * p + k] = tmp;
-        }
-        double tmp = b[c];
-        b[c] = b[piv];
-        b[piv] = tmp;
-        for (size_t r = c + 1; r < p; r++) {
-            double f = a[r * p + c] / a[c * p + c];
-            for (size_t k = c; k < p; k++)
-                a[r * p + k] -= f * a[c * p + k];
-            b[r] -= f * b[c];
-        }
-    }
-    for (size_t c = p; c-- > 0;) {
-        for (size_t k = c + 1; k < p; k++)
-            b[c] -= a[c * p + k] * b[k];
-        b[c] /= a[c * p + c];
-    }
-    return 1;
-}
-
-/* The estimate at q from the n training points (skip: left out, or SIZE_MAX) in double:
- * local constant sum K y / sum K, or local linear by solving the weighted normal equations in
- * raw coordinates. Returns 0 for an empty support (sum K == 0). */
-static inline int nt_direct(nwattn_kernel kernel, nwattn_degree degree, size_t n, size_t d,
-                            size_t dv, const float *x, size_t ldx, const float *y, size_t ldy,
-                            const float *h, const float *q, size_t skip, double *out) {
-    const size_t p = degree == NWATTN_LOCAL_LINEAR ? d + 1 : 1;
-    double *m = nt_alloc(p * p * sizeof(double)), *b = nt_alloc(p * dv * sizeof(double));
-    double *z = nt_alloc(p * sizeof(double)), *a = nt_alloc(p * p * sizeof(double));
-    double *rhs = nt_alloc(p * sizeof(double));
-    /* Gaussian and Laplace weights relative to the nearest point's, so that they cannot
-     * underflow far from the data: the estimate is a ratio and does not change. */
-    double t_near = INFINITY;
-    for (size_t j = 0; j < n; j++)
-        if (j != skip)
-            t_near = fmin(t_near, nt_t(d, q, x + j * ldx, h));
-    const double shift = kernel == NWATTN_KERNEL_GAUSSIAN  ? exp(t_near / 2.0)
-                         : kernel == NWATTN_KERNEL_LAPLACE ? exp(sqrt(t_near))
-                                                           : 1.0;
-    double total = 0.0;
-    for (size_t j = 0; j < n; j++) {
-        if (j == skip)
-            continue;
-        double k = nt_kernel(kernel, nt_t(d, q, x + j * ldx, h));
-        if (shift != 1.0) /* exp(a) · exp(-b) computed as exp(a - b) */
-            k = kernel == NWATTN_KERNEL_GAUSSIAN
-                    ? exp((t_near - nt_t(d, q, x + j * ldx, h)) / 2.0)
-                    : exp(sqrt(t_near) - sqrt(nt_t(d, q, x + j * ldx, h)));
-        total += k;
-        z[0] = 1.0;
-        for (size_t e = 1; e < p; e++)
-            z[e] = (double)x[j * ldx + e - 1] - (double)q[e - 1];
-        for (size_t r = 0; r < p; r++) {
-            for (size_t c = 0; c < p; c++)
-                m[r * p + c] += k * z[r] * z[c];
-            for (size_t c = 0; c < dv; c++)
-                b[r * dv + c] += k * z[r] * (double)y[j * ldy + c];
-        }
-    }
-    int ok = total > 0.0;
-    for (size_t c = 0; ok && c < dv; c++) {
-        memcpy(a, m, p * p * sizeof(double));
-        for (size_t r = 0; r < p; r++)
-            rhs[r] = b[r * dv + c];
-        ok = nt_solve(p, a, rhs);
-        out[c] = rhs[0];
-    }
-    free(m), free(b), free(z), free(a), free(rhs);
-    return ok;
-}
+/* ---- Direct evaluation from the definitions ------------------------------------------------- */
+/* The kernels, t, the small linear solver and the direct local constant / linear estimate are
+ * the oracle's (tests/oracle.h: or_kernel, or_kernel_t, or_solve, or_nw_direct). */
 
 #endif /* NWATTN_NW_TEST_H */

@@ -1,206 +1,140 @@
+/* The oracle's core: the definitions in long double, raw pointers, no cmocka and no call into
+ * libnwattn (only its public types are read). See oracle.h for the contract and the bounds. */
 #include "oracle.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- Scores ------------------------------------------------------------------------------ */
-static double or_bandwidth(const nwattn_score *score, size_t l) {
-    return score->bandwidths != NULL ? (double)score->bandwidths[l] : (double)score->bandwidth;
+static void *or_alloc(size_t count, size_t size) {
+    void *p = calloc(count > 0 ? count : 1, size);
+    if (p == NULL)
+        abort(); /* the oracle has no error path: a test without memory cannot go on */
+    return p;
 }
 
-/* The exact score, and sum_l |q_l k_l| (dot) for the dot bound. */
-static double or_score_ex(const nwattn_score *score, size_t d, const float *q, const float *k,
-                          double *abs_dot) {
-    double acc = 0.0, abs_acc = 0.0, qq = 0.0, kk = 0.0;
+/* ---- Scores ------------------------------------------------------------------------------ */
+static long double or_bandwidth(const nwattn_score *score, size_t l) {
+    return score->bandwidths != NULL ? (long double)score->bandwidths[l]
+                                     : (long double)score->bandwidth;
+}
+
+long double or_score_ex(const nwattn_score *score, size_t d, const float *q, const float *k,
+                        double *abs_dot) {
+    long double acc = 0.0L, abs_acc = 0.0L, qq = 0.0L, kk = 0.0L;
+    const int product = score->kind == NWATTN_SCORE_DOT || score->kind == NWATTN_SCORE_COSINE;
     for (size_t l = 0; l < d; l++) {
-        qq += (double)q[l] * (double)q[l];
-        kk += (double)k[l] * (double)k[l];
-        if (score->kind == NWATTN_SCORE_DOT || score->kind == NWATTN_SCORE_COSINE) {
-            acc += (double)q[l] * (double)k[l];
-            abs_acc += fabs((double)q[l] * (double)k[l]);
+        const long double a = q[l], b = k[l];
+        if (product) {
+            acc += a * b;
+            abs_acc += fabsl(a * b);
+            qq += a * a;
+            kk += b * b;
         } else {
-            double t = ((double)q[l] - (double)k[l]) / or_bandwidth(score, l);
+            const long double t = (a - b) / or_bandwidth(score, l);
             acc += t * t;
         }
     }
     if (abs_dot != NULL)
-        *abs_dot = abs_acc;
+        *abs_dot = score->kind == NWATTN_SCORE_DOT ? (double)abs_acc : 0.0;
     switch (score->kind) {
     case NWATTN_SCORE_DOT:
-        return (double)score->scale * acc;
+        return (long double)score->scale * acc;
     case NWATTN_SCORE_GAUSSIAN:
-        return -0.5 * acc;
+        return -0.5L * acc;
     case NWATTN_SCORE_LAPLACE:
-        return -sqrt(acc);
+        return -sqrtl(acc);
     case NWATTN_SCORE_COSINE: /* a zero norm has no direction: score 0 */
-        if (abs_dot != NULL && qq > 0.0 && kk > 0.0)
-            *abs_dot = abs_acc / (sqrt(qq) * sqrt(kk));
-        return qq == 0.0 || kk == 0.0 ? 0.0 : (double)score->scale * (acc / (sqrt(qq) * sqrt(kk)));
+        if (qq == 0.0L || kk == 0.0L)
+            return 0.0L;
+        if (abs_dot != NULL)
+            *abs_dot = (double)(abs_acc / (sqrtl(qq) * sqrtl(kk)));
+        return (long double)score->scale * (acc / (sqrtl(qq) * sqrtl(kk)));
     }
-    fail_msg("%s", "unknown score kind in the oracle");
-    return 0.0;
+    return NAN;
 }
 
 double or_score(const nwattn_score *score, size_t d, const float *q, const float *k) {
-    return or_score_ex(score, d, q, k, NULL);
+    return (double)or_score_ex(score, d, q, k, NULL);
 }
 
-/* |x'|^2 with x' = (x - mean key) / h, for the Gaussian/Laplace BLAS bound. */
-static double or_centred_norm2(const nwattn_score *score, size_t d, const float *x,
-                               const double *mean) {
-    double acc = 0.0;
-    for (size_t l = 0; l < d; l++) {
-        double t = ((double)x[l] - mean[l]) / or_bandwidth(score, l);
-        acc += t * t;
-    }
-    return acc;
-}
-
-/* Per-item data for the BLAS bound: centred squared norms of every query and key row. */
-typedef struct or_item_norms {
-    double *qn, *kn, *mean;
-} or_item_norms;
-
-static void or_item_norms_make(or_item_norms *nm, const nwattn_score *score, const tu_mat *q,
-                               const tu_mat *k, size_t b) {
-    size_t d = q->cols, m = q->rows, n = k->rows;
-    nm->qn = calloc(m + 1, sizeof(double));
-    nm->kn = calloc(n + 1, sizeof(double));
-    nm->mean = calloc(d + 1, sizeof(double));
-    assert_true(nm->qn && nm->kn && nm->mean);
-    if (score->kind == NWATTN_SCORE_DOT || n == 0)
-        return;
-    for (size_t j = 0; j < n; j++)
-        for (size_t l = 0; l < d; l++)
-            nm->mean[l] += (double)tu_get(k, b, j, l);
-    for (size_t l = 0; l < d; l++)
-        nm->mean[l] /= (double)n;
-    for (size_t i = 0; i < m; i++)
-        nm->qn[i] = or_centred_norm2(score, d, tu_at(q, b, i, 0), nm->mean);
-    for (size_t j = 0; j < n; j++)
-        nm->kn[j] = or_centred_norm2(score, d, tu_at(k, b, j, 0), nm->mean);
-}
-
-static void or_item_norms_free(or_item_norms *nm) {
-    free(nm->qn);
-    free(nm->kn);
-    free(nm->mean);
-}
-
-static double or_tol_blas_entry(const nwattn_score *score, size_t d, double s, double abs_dot,
-                                double qn, double kn) {
-    double fin = 4.0 * TU_U * fabs(s);
-    double dd = (double)d;
-    if (score->kind == NWATTN_SCORE_DOT)
-        return (dd + 4.0) * TU_U * fabs((double)score->scale) * abs_dot + fin;
-    double e_d = (4.0 * dd + 32.0) * TU_U * (qn + kn);
-    if (score->kind == NWATTN_SCORE_GAUSSIAN)
-        return 0.5 * e_d + fin;
-    double t = sqrt(e_d);
-    if (s != 0.0 && e_d / fabs(s) < t)
-        t = e_d / fabs(s);
-    return t + fin;
-}
-
-static double or_tol_ref_entry(const nwattn_score *score, size_t d, double s, double abs_dot) {
-    double tol = 4.0 * TU_U * fabs(s);
-    if (score->kind == NWATTN_SCORE_DOT)
-        tol += ((double)d + 4.0) * 0x1p-52 * fabs((double)score->scale) * abs_dot;
-    return tol;
-}
-
-double or_scores(const nwattn_score *score, const tu_mat *q, const tu_mat *k, tu_mat *s,
-                 tu_mat *tol_blas, tu_mat *tol_ref) {
-    size_t d = q->cols;
-    double worst = 0.0;
-    assert_int_equal(k->cols, d);
-    for (size_t b = 0; b < s->batch; b++) {
-        or_item_norms nm;
-        or_item_norms_make(&nm, score, q, k, b);
-        for (size_t i = 0; i < s->rows; i++)
-            for (size_t j = 0; j < s->cols; j++) {
-                double abs_dot;
-                double x = or_score_ex(score, d, tu_at(q, b, i, 0), tu_at(k, b, j, 0), &abs_dot);
-                *tu_at(s, b, i, j) = (float)x;
-                double tb = or_tol_blas_entry(score, d, x, abs_dot, nm.qn[i], nm.kn[j]);
-                if (tb > worst)
-                    worst = tb;
-                if (tol_blas != NULL)
-                    *tu_at(tol_blas, b, i, j) = (float)tb;
-                if (tol_ref != NULL)
-                    *tu_at(tol_ref, b, i, j) = (float)or_tol_ref_entry(score, d, x, abs_dot);
-            }
-        or_item_norms_free(&nm);
-    }
-    return worst;
-}
-
-/* ---- Masks ------------------------------------------------------------------------------- */
-void or_mask_make(or_mask *mk, unsigned parts, size_t batch, size_t m, size_t n, tu_rng *rng) {
-    memset(mk, 0, sizeof *mk);
-    mk->parts = parts;
-    int broadcast = (parts & OR_BROADCAST) != 0;
-    if (parts & OR_LOO)
-        mk->mask.flags |= NWATTN_MASK_LEAVE_ONE_OUT;
-    if (parts & OR_CAUSAL)
-        mk->mask.flags |= NWATTN_MASK_CAUSAL;
-    if (parts & (OR_LENS_ITEM | OR_LENS_ROW)) {
-        size_t count = (parts & OR_LENS_ROW) ? batch * m : batch;
-        if (parts & OR_LENS_ROW)
-            mk->mask.flags |= NWATTN_MASK_LENS_PER_ROW;
-        mk->lens = calloc(count + 1, sizeof(size_t));
-        assert_non_null(mk->lens);
-        for (size_t t = 0; t < count; t++) {
-            double r = tu_rng_unit(rng);
-            mk->lens[t] = r < 0.15 ? 0 : r < 0.3 ? n : tu_rng_below(rng, n + 1);
+/* ---- The softmax row contract ------------------------------------------------------------- */
+long double or_softmax_values(size_t n, const long double *x, const unsigned char *live,
+                              long double *w, double *range) {
+    long double mx = -INFINITY;
+    double r = 0.0;
+    size_t n_live = 0, n_inf = 0;
+    int nan = 0;
+    for (size_t j = 0; j < n; j++) {
+        w[j] = 0.0L;
+        if ((live != NULL && !live[j]) || x[j] == -INFINITY)
+            continue;
+        n_live++;
+        if (isnan(x[j])) {
+            nan = 1;
+            continue;
         }
-        mk->mask.valid_lens = mk->lens;
+        if (x[j] == INFINITY)
+            n_inf++;
+        if (x[j] > mx)
+            mx = x[j];
+        if (fabsl(x[j]) > r)
+            r = (double)fabsl(x[j]);
     }
-    if (parts & OR_ADDITIVE) {
-        mk->additive = broadcast ? tu_mat_new_broadcast(batch, m, n, 2)
-                                 : tu_mat_new(batch, m, n, 2, 3);
-        for (size_t b = 0; b < batch; b++)
-            for (size_t i = 0; i < m; i++)
-                for (size_t j = 0; j < n; j++) {
-                    float a = tu_rng_range(rng, -2.0f, 2.0f);
-                    if ((parts & OR_ADDITIVE_NEGINF) && tu_rng_unit(rng) < 0.2)
-                        a = -INFINITY;
-                    *tu_at(&mk->additive, b, i, j) = a;
-                }
-        mk->mask.additive = mk->additive.data;
-        mk->mask.ld_additive = mk->additive.ld;
-        mk->mask.stride_additive = mk->additive.stride;
+    if (range != NULL)
+        *range = r;
+    if (n_live == 0)
+        return -INFINITY;
+    if (nan || n_inf > 0) {
+        for (size_t j = 0; j < n; j++) {
+            if ((live != NULL && !live[j]) || x[j] == -INFINITY)
+                continue;
+            w[j] = nan ? (long double)NAN : x[j] == INFINITY ? 1.0L / (long double)n_inf : 0.0L;
+        }
+        return nan ? (long double)NAN : (long double)INFINITY;
     }
-    if (parts & OR_KEEP) {
-        size_t ld = n + 3, stride = broadcast ? 0 : m * ld + 5;
-        size_t bytes = (batch > 0 ? (batch - 1) * stride : 0) + m * ld + 8;
-        mk->keep = calloc(bytes, 1); /* padding 0: reading it would mask a key */
-        assert_non_null(mk->keep);
-        static const unsigned char kept[3] = {1, 7, 255};
-        for (size_t b = 0; b < batch; b++)
-            for (size_t i = 0; i < m; i++)
-                for (size_t j = 0; j < n; j++)
-                    mk->keep[b * stride + i * ld + j] =
-                        tu_rng_unit(rng) < 0.3 ? 0 : kept[tu_rng_below(rng, 3)];
-        mk->mask.keep = mk->keep;
-        mk->mask.ld_keep = ld;
-        mk->mask.stride_keep = stride;
+    long double sum = 0.0L;
+    for (size_t j = 0; j < n; j++) {
+        if ((live != NULL && !live[j]) || x[j] == -INFINITY)
+            continue;
+        w[j] = expl(x[j] - mx);
+        sum += w[j];
     }
+    for (size_t j = 0; j < n; j++)
+        w[j] /= sum;
+    return mx + logl(sum);
 }
 
-void or_mask_free(or_mask *mk) {
-    if (mk->additive.data != NULL)
-        tu_mat_free(&mk->additive);
-    free(mk->keep);
-    free(mk->lens);
-    memset(mk, 0, sizeof *mk);
+/* ---- One pooling row ---------------------------------------------------------------------- */
+double or_pool_row(const nwattn_score *score, size_t d, size_t dv, size_t n, const float *q,
+                   const float *k, size_t ldk, const float *v, size_t ldv,
+                   const double *additive, const unsigned char *live, double *w, double *o,
+                   double *range) {
+    long double *x = or_alloc(n, sizeof *x), *wl = or_alloc(n, sizeof *wl);
+    for (size_t j = 0; j < n; j++) {
+        if (live != NULL && !live[j])
+            continue; /* a masked key's score is never looked at */
+        x[j] = score != NULL ? or_score_ex(score, d, q, k + j * ldk, NULL) : 0.0L;
+        if (additive != NULL)
+            x[j] += (long double)additive[j];
+    }
+    const long double lse = or_softmax_values(n, x, live, wl, range);
+    for (size_t j = 0; w != NULL && j < n; j++)
+        w[j] = (double)wl[j];
+    for (size_t c = 0; o != NULL && c < dv; c++) {
+        long double acc = 0.0L;
+        for (size_t j = 0; j < n; j++)
+            if (wl[j] != 0.0L)
+                acc += wl[j] * (long double)v[j * ldv + c];
+        o[c] = (double)acc;
+    }
+    free(x);
+    free(wl);
+    return (double)lse;
 }
 
-const nwattn_mask *or_mask_get(const or_mask *mk) {
-    return mk->parts == 0 ? NULL : &mk->mask;
-}
-
+/* ---- Masks -------------------------------------------------------------------------------- */
 int or_masked(const nwattn_mask *mask, size_t b, size_t m, size_t n, size_t i, size_t j) {
     (void)n;
     if (mask == NULL)
@@ -226,157 +160,222 @@ double or_additive(const nwattn_mask *mask, size_t b, size_t i, size_t j) {
     return (double)mask->additive[b * mask->stride_additive + i * mask->ld_additive + j];
 }
 
-/* ---- Softmax ----------------------------------------------------------------------------- */
 double or_softmax_row(const nwattn_mask *mask, size_t b, size_t m, size_t n, size_t i,
                       const double *s, double *w, double *range) {
-    double mx = -INFINITY, r = 0.0;
+    long double *x = or_alloc(n, sizeof *x), *wl = or_alloc(n, sizeof *wl);
+    unsigned char *live = or_alloc(n, 1);
     for (size_t j = 0; j < n; j++) {
-        double x = s[j] + or_additive(mask, b, i, j);
-        w[j] = (or_masked(mask, b, m, n, i, j) || x == -INFINITY) ? NAN : x;
-        if (!isnan(w[j])) {
-            if (x > mx)
-                mx = x;
-            if (fabs(x) > r)
-                r = fabs(x);
-        }
+        live[j] = !or_masked(mask, b, m, n, i, j);
+        if (live[j])
+            x[j] = (long double)s[j] + (long double)or_additive(mask, b, i, j);
     }
-    if (range != NULL)
-        *range = r;
-    if (mx == -INFINITY) {
-        for (size_t j = 0; j < n; j++)
-            w[j] = 0.0;
-        return -INFINITY;
-    }
-    double sum = 0.0;
-    for (size_t j = 0; j < n; j++) {
-        w[j] = isnan(w[j]) ? 0.0 : exp(w[j] - mx);
-        sum += w[j];
-    }
+    const long double lse = or_softmax_values(n, x, live, wl, range);
     for (size_t j = 0; j < n; j++)
-        w[j] /= sum;
-    return mx + log(sum);
+        w[j] = (double)wl[j];
+    free(x);
+    free(wl);
+    free(live);
+    return (double)lse;
 }
 
-double or_softmax(const nwattn_mask *mask, const tu_mat *s, tu_mat *w, tu_mat *lse) {
-    size_t m = s->rows, n = s->cols;
-    double *srow = calloc(n + 1, sizeof(double));
-    double *wrow = calloc(n + 1, sizeof(double));
-    double range = 0.0;
-    assert_true(srow && wrow);
-    for (size_t b = 0; b < s->batch; b++)
-        for (size_t i = 0; i < m; i++) {
-            double r;
-            for (size_t j = 0; j < n; j++)
-                srow[j] = (double)tu_get(s, b, i, j);
-            double l = or_softmax_row(mask, b, m, n, i, srow, wrow, &r);
-            if (r > range)
-                range = r;
-            if (w != NULL)
-                for (size_t j = 0; j < n; j++)
-                    *tu_at(w, b, i, j) = (float)wrow[j];
-            if (lse != NULL)
-                *tu_at(lse, b, 0, i) = (float)l;
-        }
-    free(srow);
-    free(wrow);
-    return range;
-}
-
-/* ---- Pooling ----------------------------------------------------------------------------- */
-void or_pool(const nwattn_score *score, const nwattn_mask *mask, const tu_mat *q,
-             const tu_mat *k, const tu_mat *v, tu_mat *o, tu_mat *w, tu_mat *lse,
-             or_pool_info *info) {
-    size_t m = o->rows, n = v->rows, dv = v->cols;
-    double *srow = calloc(n + 1, sizeof(double));
-    double *wrow = calloc(n + 1, sizeof(double));
-    assert_true(srow && wrow);
-    or_pool_info acc = {0.0, 0.0, tu_mat_maxabs(v)};
-    for (size_t b = 0; b < o->batch; b++) {
-        or_item_norms nm = {NULL, NULL, NULL};
-        if (score != NULL)
-            or_item_norms_make(&nm, score, q, k, b);
-        for (size_t i = 0; i < m; i++) {
-            for (size_t j = 0; j < n; j++) {
-                if (score == NULL) {
-                    srow[j] = 0.0;
-                    continue;
-                }
-                double abs_dot;
-                size_t d = q->cols;
-                srow[j] = or_score_ex(score, d, tu_at(q, b, i, 0), tu_at(k, b, j, 0), &abs_dot);
-                double tb = or_tol_blas_entry(score, d, srow[j], abs_dot, nm.qn[i], nm.kn[j]);
-                if (tb > acc.score_err_blas)
-                    acc.score_err_blas = tb;
-            }
-            double r;
-            double l = or_softmax_row(mask, b, m, n, i, srow, wrow, &r);
-            if (r > acc.range)
-                acc.range = r;
-            for (size_t c = 0; c < dv; c++) {
-                double sum = 0.0;
-                for (size_t j = 0; j < n; j++)
-                    sum += wrow[j] * (double)tu_get(v, b, j, c);
-                *tu_at(o, b, i, c) = (float)sum;
-            }
-            if (w != NULL)
-                for (size_t j = 0; j < n; j++)
-                    *tu_at(w, b, i, j) = (float)wrow[j];
-            if (lse != NULL)
-                *tu_at(lse, b, 0, i) = (float)l;
-        }
-        if (score != NULL)
-            or_item_norms_free(&nm);
+/* ---- Kernel regression -------------------------------------------------------------------- */
+long double or_kernel(nwattn_kernel kernel, long double t) {
+    switch (kernel) {
+    case NWATTN_KERNEL_GAUSSIAN:
+        return expl(-t / 2.0L);
+    case NWATTN_KERNEL_LAPLACE:
+        return expl(-sqrtl(t));
+    case NWATTN_KERNEL_EPANECHNIKOV:
+        return t < 1.0L ? 1.0L - t : 0.0L;
+    case NWATTN_KERNEL_TRICUBE:
+        return t < 1.0L ? powl(1.0L - powl(t, 1.5L), 3.0L) : 0.0L;
+    case NWATTN_KERNEL_UNIFORM:
+        return t <= 1.0L ? 1.0L : 0.0L;
     }
-    free(srow);
-    free(wrow);
-    if (info != NULL)
-        *info = acc;
+    return NAN;
 }
 
-/* ---- Batched product --------------------------------------------------------------------- */
-void or_bmm(const tu_mat *a, const tu_mat *b, tu_mat *c, tu_mat *tol_blas, tu_mat *tol_ref) {
-    size_t k = a->cols;
-    assert_int_equal(b->rows, k);
-    for (size_t t = 0; t < c->batch; t++)
-        for (size_t i = 0; i < c->rows; i++)
-            for (size_t j = 0; j < c->cols; j++) {
-                double sum = 0.0, abs_sum = 0.0;
-                for (size_t l = 0; l < k; l++) {
-                    double p = (double)tu_get(a, t, i, l) * (double)tu_get(b, t, l, j);
-                    sum += p;
-                    abs_sum += fabs(p);
-                }
-                *tu_at(c, t, i, j) = (float)sum;
-                double kk = (double)k + 4.0;
-                if (tol_blas != NULL)
-                    *tu_at(tol_blas, t, i, j) = (float)(kk * TU_U * abs_sum + TU_U * fabs(sum));
-                if (tol_ref != NULL)
-                    *tu_at(tol_ref, t, i, j) =
-                        (float)(4.0 * TU_U * fabs(sum) + kk * 0x1p-52 * abs_sum);
-            }
+long double or_kernel_t(size_t d, const float *q, const float *x, const float *h) {
+    long double t = 0.0L;
+    for (size_t l = 0; l < d; l++) {
+        const long double a = ((long double)q[l] - (long double)x[l]) / (long double)h[l];
+        t += a * a;
+    }
+    return t;
 }
 
-/* ---- Tolerances -------------------------------------------------------------------------- */
+int or_solve(size_t p, long double *a, long double *b) {
+    for (size_t c = 0; c < p; c++) {
+        size_t piv = c;
+        for (size_t r = c + 1; r < p; r++)
+            if (fabsl(a[r * p + c]) > fabsl(a[piv * p + c]))
+                piv = r;
+        if (a[piv * p + c] == 0.0L)
+            return 0;
+        for (size_t l = 0; l < p; l++) {
+            long double tmp = a[c * p + l];
+            a[c * p + l] = a[piv * p + l];
+            a[piv * p + l] = tmp;
+        }
+        long double tmp = b[c];
+        b[c] = b[piv];
+        b[piv] = tmp;
+        for (size_t r = c + 1; r < p; r++) {
+            long double f = a[r * p + c] / a[c * p + c];
+            for (size_t l = c; l < p; l++)
+                a[r * p + l] -= f * a[c * p + l];
+            b[r] -= f * b[c];
+        }
+    }
+    for (size_t c = p; c-- > 0;) {
+        for (size_t l = c + 1; l < p; l++)
+            b[c] -= a[c * p + l] * b[l];
+        b[c] /= a[c * p + c];
+    }
+    return 1;
+}
+
+int or_nw_direct(nwattn_kernel kernel, nwattn_degree degree, size_t n, size_t d, size_t dv,
+                 const float *x, size_t ldx, const float *y, size_t ldy, const float *h,
+                 const float *q, size_t skip, double *out) {
+    const size_t p = degree == NWATTN_LOCAL_LINEAR ? d + 1 : 1;
+    long double *m = or_alloc(p * p, sizeof *m), *b = or_alloc(p * dv, sizeof *b);
+    long double *z = or_alloc(p, sizeof *z), *a = or_alloc(p * p, sizeof *a);
+    long double *rhs = or_alloc(p, sizeof *rhs);
+    /* Gaussian and Laplace weights relative to the nearest point's: log K(t) - log K(t_near). */
+    const int shifted = kernel == NWATTN_KERNEL_GAUSSIAN || kernel == NWATTN_KERNEL_LAPLACE;
+    long double t_near = INFINITY;
+    for (size_t j = 0; shifted && j < n; j++)
+        if (j != skip)
+            t_near = fminl(t_near, or_kernel_t(d, q, x + j * ldx, h));
+    long double total = 0.0L;
+    for (size_t j = 0; j < n; j++) {
+        if (j == skip)
+            continue;
+        const long double t = or_kernel_t(d, q, x + j * ldx, h);
+        long double kw = !shifted                           ? or_kernel(kernel, t)
+                         : kernel == NWATTN_KERNEL_GAUSSIAN ? expl((t_near - t) / 2.0L)
+                                                            : expl(sqrtl(t_near) - sqrtl(t));
+        total += kw;
+        z[0] = 1.0L;
+        for (size_t e = 1; e < p; e++)
+            z[e] = (long double)x[j * ldx + e - 1] - (long double)q[e - 1];
+        for (size_t r = 0; r < p; r++) {
+            for (size_t c = 0; c < p; c++)
+                m[r * p + c] += kw * z[r] * z[c];
+            for (size_t c = 0; c < dv; c++)
+                b[r * dv + c] += kw * z[r] * (long double)y[j * ldy + c];
+        }
+    }
+    int ok = total > 0.0L;
+    for (size_t c = 0; ok && c < dv; c++) {
+        memcpy(a, m, p * p * sizeof *a);
+        for (size_t r = 0; r < p; r++)
+            rhs[r] = b[r * dv + c];
+        ok = or_solve(p, a, rhs);
+        out[c] = (double)rhs[0];
+    }
+    free(m), free(b), free(z), free(a), free(rhs);
+    return ok;
+}
+
+/* ---- Products ----------------------------------------------------------------------------- */
+long double or_dot(size_t k, const float *a, size_t inc_a, const float *b, size_t inc_b,
+                   double *abs_sum) {
+    long double sum = 0.0L, abs_acc = 0.0L;
+    for (size_t l = 0; l < k; l++) {
+        const long double p = (long double)a[l * inc_a] * (long double)b[l * inc_b];
+        sum += p;
+        abs_acc += fabsl(p);
+    }
+    if (abs_sum != NULL)
+        *abs_sum = (double)abs_acc;
+    return sum;
+}
+
+/* ---- Bounds ------------------------------------------------------------------------------- */
+void or_key_mean(size_t n, size_t d, const float *k, size_t ldk, double *mean) {
+    for (size_t l = 0; l < d; l++) {
+        long double acc = 0.0L;
+        for (size_t j = 0; j < n; j++)
+            acc += (long double)k[j * ldk + l];
+        mean[l] = n > 0 ? (double)(acc / (long double)n) : 0.0;
+    }
+}
+
+double or_centred_norm2(const nwattn_score *score, size_t d, const float *x, const double *mean) {
+    long double acc = 0.0L;
+    for (size_t l = 0; l < d; l++) {
+        const long double t = ((long double)x[l] - (long double)mean[l]) / or_bandwidth(score, l);
+        acc += t * t;
+    }
+    return (double)acc;
+}
+
+double or_bound_score_blas(const nwattn_score *score, size_t d, double s, double abs_dot,
+                           double qn, double kn) {
+    const double dd = (double)d, fin = 4.0 * OR_U * fabs(s);
+    switch (score->kind) {
+    case NWATTN_SCORE_DOT:
+        return (dd + 4.0) * OR_U * fabs((double)score->scale) * abs_dot + fin;
+    case NWATTN_SCORE_COSINE:
+        return (dd + 8.0) * OR_U * fabs((double)score->scale) * abs_dot + fin;
+    case NWATTN_SCORE_GAUSSIAN:
+    case NWATTN_SCORE_LAPLACE:
+        break;
+    }
+    /* D = -2s (Gaussian) or s^2 (Laplace); e_D its error on the fast path. */
+    const double dist2 = score->kind == NWATTN_SCORE_GAUSSIAN ? -2.0 * s : s * s;
+    const double e_d = d <= OR_DIRECT_MAX_D ? (dd + 8.0) * OR_U * dist2
+                                            : (4.0 * dd + 32.0) * OR_U * (qn + kn);
+    if (score->kind == NWATTN_SCORE_GAUSSIAN)
+        return 0.5 * e_d + fin;
+    double t = sqrt(e_d);
+    if (s != 0.0 && e_d / fabs(s) < t)
+        t = e_d / fabs(s);
+    return t + fin;
+}
+
+double or_bound_score_blas_pair(const nwattn_score *score, size_t d, const float *q,
+                                const float *k, const double *mean) {
+    double abs_dot, qn = 0.0, kn = 0.0;
+    const double s = (double)or_score_ex(score, d, q, k, &abs_dot);
+    if (d > OR_DIRECT_MAX_D && mean != NULL &&
+        (score->kind == NWATTN_SCORE_GAUSSIAN || score->kind == NWATTN_SCORE_LAPLACE)) {
+        qn = or_centred_norm2(score, d, q, mean);
+        kn = or_centred_norm2(score, d, k, mean);
+    }
+    return or_bound_score_blas(score, d, s, abs_dot, qn, kn);
+}
+
+double or_bound_score_ref(const nwattn_score *score, size_t d, double s, double abs_dot) {
+    double tol = 4.0 * OR_U * fabs(s);
+    if (score->kind == NWATTN_SCORE_DOT)
+        tol += ((double)d + 4.0) * 0x1p-52 * fabs((double)score->scale) * abs_dot;
+    return tol;
+}
+
+/* ---- Tolerances --------------------------------------------------------------------------- */
 double or_rtol_weights_ref(double range) {
-    return (8.0 + 4.0 * range) * TU_U;
+    return (8.0 + 4.0 * range) * OR_U;
 }
 
 double or_rtol_weights_blas(size_t n, double range, double score_err) {
-    return expm1(2.0 * score_err) + ((double)n + 16.0 + 8.0 * range) * TU_U;
+    return expm1(2.0 * score_err) + ((double)n + 16.0 + 8.0 * range) * OR_U;
 }
 
 double or_atol_lse_ref(double range) {
-    return (8.0 + 4.0 * range) * TU_U;
+    return (8.0 + 4.0 * range) * OR_U;
 }
 
 double or_atol_lse_blas(size_t n, double range, double score_err) {
-    return score_err + ((double)n + 16.0 + 8.0 * range) * TU_U;
+    return score_err + ((double)n + 16.0 + 8.0 * range) * OR_U;
 }
 
 double or_atol_out_blas(size_t n, double rtol_w, double vmax) {
-    return (rtol_w + ((double)n + 4.0) * TU_U) * vmax;
+    return (rtol_w + ((double)n + 4.0) * OR_U) * vmax;
 }
 
 double or_atol_out_ref(size_t n, double rtol_w, double vmax) {
-    return (rtol_w + 4.0 * TU_U + (double)n * 0x1p-50) * vmax;
+    return (rtol_w + 4.0 * OR_U + (double)n * 0x1p-50) * vmax;
 }

@@ -1,12 +1,13 @@
 /* Reproductions of the findings of issue 11, one section per finding. Each test states the
- * finding, computes the exact value in long double in the test itself (closed forms, small
- * loops below) and holds the library to a tolerance that a correct float32 implementation
+ * finding, computes the exact value in long double (closed forms, the oracle of
+ * tests/oracle.h) and holds the library to a tolerance that a correct float32 implementation
  * meets. Written to fail on the code the issue was filed against; they are merged together
  * with the fixes.
  *
  * Every check that misses its bound prints one line (print_error) with the backend, the
  * value, the exact value and the error; the test fails at its end, so one run shows every
  * deviation of a test at once. Only the public API (nwattn.h) is used. */
+#include "oracle.h"
 #include "testutil.h"
 
 #include <float.h>
@@ -44,46 +45,18 @@ static void *xalloc(size_t bytes) {
     return p;
 }
 
-/* The exact score of query q against key k (d coordinates), in long double. */
-static long double cf_score(const nwattn_score *sc, size_t d, const float *q, const float *k) {
-    long double acc = 0.0L;
-    if (sc->kind == NWATTN_SCORE_DOT) {
-        for (size_t l = 0; l < d; l++)
-            acc += (long double)q[l] * (long double)k[l];
-        return (long double)sc->scale * acc;
-    }
-    for (size_t l = 0; l < d; l++) {
-        long double h = (long double)(sc->bandwidths ? sc->bandwidths[l] : sc->bandwidth);
-        long double t = ((long double)q[l] - (long double)k[l]) / h;
-        acc += t * t;
-    }
-    return sc->kind == NWATTN_SCORE_GAUSSIAN ? -acc / 2.0L : -sqrtl(acc);
-}
-
-/* One query row of the pooling over keys 0 .. len-1 (keys len .. n-1 masked), max-shifted
- * softmax in long double. w (n entries, masked ones 0) and o (dv) may be NULL. Returns lse. */
+/* One query row of the pooling over keys 0 .. len-1 (keys len .. n-1 masked): the oracle's
+ * pooling row (tests/oracle.h, long double). w (n entries, masked ones 0) and o (dv) may be
+ * NULL. Returns lse. */
 static double cf_pool_row(const nwattn_score *sc, size_t d, size_t dv, size_t n, size_t len,
                           const float *q, const float *k, size_t ldk, const float *v, size_t ldv,
                           double *w, double *o) {
-    long double *s = xalloc((n ? n : 1) * sizeof *s);
-    long double mx = -INFINITY, sum = 0.0L;
-    for (size_t j = 0; j < len; j++) {
-        s[j] = cf_score(sc, d, q, k + j * ldk);
-        if (s[j] > mx)
-            mx = s[j];
-    }
-    for (size_t j = 0; j < len; j++)
-        sum += expl(s[j] - mx);
-    for (size_t j = 0; w && j < n; j++)
-        w[j] = j < len ? (double)(expl(s[j] - mx) / sum) : 0.0;
-    for (size_t c = 0; o && c < dv; c++) {
-        long double acc = 0.0L;
-        for (size_t j = 0; j < len; j++)
-            acc += expl(s[j] - mx) * (long double)v[j * ldv + c];
-        o[c] = len ? (double)(acc / sum) : 0.0;
-    }
-    free(s);
-    return len ? (double)(mx + logl(sum)) : -INFINITY;
+    unsigned char *live = xalloc(n ? n : 1);
+    for (size_t j = 0; j < n; j++)
+        live[j] = j < len;
+    double lse = or_pool_row(sc, d, dv, n, q, k, ldk, v, ldv, NULL, live, w, o, NULL);
+    free(live);
+    return lse;
 }
 
 /* Checks that count their failures; every failure prints one line. */

@@ -4,21 +4,12 @@
  * values; and the bad parameters. Bounds: REFERENCE within 8 float ulp of the exact weights
  * (it works in double); BLAS and FUSED scores carry about (d + 2)·2^-24·|scale| (a float GEMM
  * on normalised rows), which the weights carry as relative error: 64·d·2^-24·|scale| + 1e-6. */
+#include "oracle.h"
 #include "testutil.h"
 
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
-
-static long double cosine(size_t d, const float *q, const float *k, float scale) {
-    long double qq = 0, kk = 0, qk = 0;
-    for (size_t l = 0; l < d; l++) {
-        qq += (long double)q[l] * q[l];
-        kk += (long double)k[l] * k[l];
-        qk += (long double)q[l] * k[l];
-    }
-    return qq == 0 || kk == 0 ? 0 : scale * (qk / sqrtl(qq * kk));
-}
 
 static float uniform(unsigned *state) {
     *state = *state * 1664525u + 1013904223u;
@@ -30,9 +21,11 @@ static void check_case(size_t m, size_t n, size_t d, size_t dv, float scale, uns
     float *q = calloc(m * ldq, sizeof *q), *k = calloc(n * ldk, sizeof *k);
     float *v = calloc(n * ldv, sizeof *v), *o = calloc(m * dv + 1, sizeof *o);
     float *w = calloc(m * n, sizeof *w), *s = calloc(m * n, sizeof *s);
-    long double *exact_w = calloc(m * n, sizeof *exact_w);
+    double *exact_w = calloc(m * n, sizeof *exact_w);
+    double *exact_o = calloc(m * (dv > 0 ? dv : 1), sizeof *exact_o);
     assert_non_null(q), assert_non_null(k), assert_non_null(v), assert_non_null(o);
     assert_non_null(w), assert_non_null(s), assert_non_null(exact_w);
+    assert_non_null(exact_o);
     unsigned st = seed;
     for (size_t i = 0; i < m; i++)
         for (size_t l = 0; l < d; l++)
@@ -43,19 +36,10 @@ static void check_case(size_t m, size_t n, size_t d, size_t dv, float scale, uns
     for (size_t j = 0; j < n; j++)
         for (size_t c = 0; c < dv; c++)
             v[j * ldv + c] = uniform(&st);
-    for (size_t i = 0; i < m; i++) {
-        long double max = -INFINITY, sum = 0;
-        for (size_t j = 0; j < n; j++) {
-            const long double x = cosine(d, q + i * ldq, k + j * ldk, scale);
-            exact_w[i * n + j] = x;
-            max = x > max ? x : max;
-        }
-        for (size_t j = 0; j < n; j++)
-            sum += expl(exact_w[i * n + j] - max);
-        for (size_t j = 0; j < n; j++)
-            exact_w[i * n + j] = expl(exact_w[i * n + j] - max) / sum;
-    }
     const nwattn_score score = {NWATTN_SCORE_COSINE, scale, 0.0f, NULL};
+    for (size_t i = 0; i < m; i++) /* the oracle's pooling row: exact weights and outputs */
+        or_pool_row(&score, d, dv, n, q + i * ldq, k, ldk, v, ldv, NULL, NULL, exact_w + i * n,
+                    exact_o + i * (dv > 0 ? dv : 1), NULL);
     const nwattn_backend backends[] = {NWATTN_BACKEND_REFERENCE, NWATTN_BACKEND_BLAS,
                                        NWATTN_BACKEND_FUSED, NWATTN_BACKEND_AUTO};
     for (size_t t = 0; t < sizeof backends / sizeof backends[0]; t++) {
@@ -73,7 +57,7 @@ static void check_case(size_t m, size_t n, size_t d, size_t dv, float scale, uns
                                     : 64.0 * (double)d * FLT_EPSILON * fabs((double)scale) + 1e-6;
         for (size_t i = 0; i < m; i++)
             for (size_t j = 0; j < n; j++) {
-                const long double want_s = cosine(d, q + i * ldq, k + j * ldk, scale);
+                const long double want_s = or_score_ex(&score, d, q + i * ldq, k + j * ldk, NULL);
                 if (!(fabsl(s[i * n + j] - want_s) <= score_tol + 1e-6L * fabsl(want_s)))
                     fail_msg("backend %d m=%zu n=%zu d=%zu: s[%zu][%zu] = %.9g, exact %.9Lg",
                              (int)backends[t], m, n, d, i, j, (double)s[i * n + j], want_s);
@@ -87,16 +71,14 @@ static void check_case(size_t m, size_t n, size_t d, size_t dv, float scale, uns
             }
         for (size_t i = 0; i < m; i++)
             for (size_t c = 0; c < dv; c++) {
-                long double want = 0;
-                for (size_t j = 0; j < n; j++)
-                    want += exact_w[i * n + j] * v[j * ldv + c];
+                const long double want = exact_o[i * (dv > 0 ? dv : 1) + c];
                 if (!(fabsl(o[i * dv + c] - want) <= 1e-5L))
                     fail_msg("backend %d m=%zu n=%zu d=%zu: o[%zu][%zu] = %.9g, exact %.9Lg",
                              (int)backends[t], m, n, d, i, c, (double)o[i * dv + c], want);
             }
         nwattn_context_destroy(ctx);
     }
-    free(q), free(k), free(v), free(o), free(w), free(s), free(exact_w);
+    free(q), free(k), free(v), free(o), free(w), free(s), free(exact_w), free(exact_o);
 }
 
 static void test_cosine_shapes(void **state) {

@@ -111,7 +111,7 @@ static void test_loo_identity(void **state) {
             double S = 0.0, D = 0.0;
             for (size_t j = 0; j < n; j++) {
                 double u = ((double)x[i] - (double)x[j]) / (double)h;
-                double kij = nt_kernel(all_kernels[k], u * u);
+                double kij = (double)or_kernel(all_kernels[k], u * u);
                 S += kij * (double)y[j];
                 D += kij;
             }

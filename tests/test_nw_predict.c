@@ -34,7 +34,7 @@ static problem lattice_problem(nwattn_rng *rng, size_t m, size_t n, size_t d, si
 
 static void free_problem(problem *p) { free(p->xq), free(p->x), free(p->y); }
 
-/* Runs the prediction; checks it against nt_direct (rows the direct evaluation finds empty
+/* Runs the prediction; checks it against or_nw_direct (rows the direct evaluation finds empty
  * must be flagged EMPTY, local linear rows it cannot solve must be flagged too). */
 static void check_against_direct(nwattn_backend backend, nwattn_kernel kernel, nwattn_degree degree,
                                  const problem *p, double tol) {
@@ -51,8 +51,8 @@ static void check_against_direct(nwattn_backend backend, nwattn_kernel kernel, n
     size_t counted = 0;
     for (size_t i = 0; i < p->m; i++) {
         counted += flags[i] != 0;
-        int ok = nt_direct(kernel, degree, p->n, p->d, p->dv, p->x, p->ldx, p->y, p->ldy, p->h,
-                           p->xq + i * p->ldq, SIZE_MAX, want);
+        int ok = or_nw_direct(kernel, degree, p->n, p->d, p->dv, p->x, p->ldx, p->y, p->ldy,
+                              p->h, p->xq + i * p->ldq, SIZE_MAX, want);
         if (!ok) {
             if (flags[i] == 0)
                 fail_msg("kernel %d degree %d row %zu: direct evaluation has no estimate but the "

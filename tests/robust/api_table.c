@@ -39,6 +39,8 @@
 #include <stdlib.h>
 
 #include "api_table.h"
+#define OR_CORE_ONLY
+#include "oracle.h"
 
 #define D(c, i) ((c)->dim[i])
 #define F(c, i) ((float *)(c)->buf[i].data)
@@ -91,45 +93,35 @@ static size_t items_of(const at_case *c) {
     return c->fn->batch_dim >= 0 ? c->dim[c->fn->batch_dim] : 1;
 }
 
-/* The mean of item b's n key rows (operand k), which the BLAS scores centre on; d doubles,
- * to free. */
+/* The row pitch of operand op and the address of its row i of item b. */
+static size_t ld_of(const at_case *c, int op) {
+    return (c->op[op].flags & AT_HAS_LD) ? c->buf[op].ld : 0;
+}
+
+static const float *row_of(const at_case *c, int op, size_t b, size_t i) {
+    return (const float *)c->buf[op].data + b * c->buf[op].stride + i * ld_of(c, op);
+}
+
+/* The mean of item b's n key rows (operand k), which the BLAS scores centre on for d beyond
+ * the direct form; d doubles, to free. */
 static double *key_centre(const at_case *c, int k, size_t n, size_t b) {
     const size_t d = c->dim[c->fn->score_dim];
     double *centre = calloc(d > 0 ? d : 1, sizeof *centre);
     if (centre == NULL)
         abort();
-    for (size_t l = 0; l < d; l++) {
-        for (size_t t = 0; t < n; t++)
-            centre[l] += (double)get(c, k, b, t, l);
-        centre[l] /= n > 0 ? (double)n : 1.0;
-    }
+    if (n > 0)
+        or_key_mean(n, d, row_of(c, k, b, 0), ld_of(c, k), centre);
     return centre;
 }
 
-/* The documented BLAS score error (nwattn.h "Accuracy") for query i, key j of item b, with
- * operands q and k, times a safety factor of 4. */
+/* The documented BLAS score error (the oracle's or_bound_score_blas, nwattn.h "Accuracy") for
+ * query i, key j of item b, with operands q and k. */
 static double score_error(const at_case *c, int q, int k, const double *centre, size_t b,
                           size_t i, size_t j) {
     const size_t d = c->dim[c->fn->score_dim];
-    if (c->score.kind == NWATTN_SCORE_DOT) {
-        double sum = 0.0;
-        for (size_t l = 0; l < d; l++)
-            sum += fabs((double)get(c, q, b, i, l) * (double)get(c, k, b, j, l));
-        return 4.0 * (double)(d + 4) * u * fabs((double)c->score.scale) * sum + 1e-30;
-    }
-    double qn = 0.0, kn = 0.0, dist2 = 0.0;
-    for (size_t l = 0; l < d; l++) {
-        double h = c->score.bandwidths ? (double)c->score.bandwidths[l] : (double)c->score.bandwidth;
-        double qp = ((double)get(c, q, b, i, l) - centre[l]) / h;
-        double kp = ((double)get(c, k, b, j, l) - centre[l]) / h;
-        qn += qp * qp;
-        kn += kp * kp;
-        dist2 += (qp - kp) * (qp - kp);
-    }
-    double e2 = 4.0 * (double)(2 * d + 16) * u * (qn + kn) + 1e-30;
-    if (c->score.kind == NWATTN_SCORE_GAUSSIAN)
-        return 0.5 * e2 + 4.0 * u * 0.5 * dist2;
-    return fmin(sqrt(e2), e2 / fmax(sqrt(dist2), 1e-300)) + 4.0 * u * sqrt(dist2);
+    return or_bound_score_blas_pair(&c->score, d, row_of(c, q, b, i), row_of(c, k, b, j),
+                                    centre) +
+           1e-30;
 }
 
 /* Row i's largest score error and largest |value| (operand v, dv columns). */

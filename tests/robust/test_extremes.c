@@ -2,8 +2,9 @@
  * very different magnitudes, dot scales and data up to the float range, scores near ±FLT_MAX,
  * rows with a single key, leading dimensions above the BLAS integer on small (or sparse mapped)
  * buffers, and problems larger than the BLAS chunk (run this test in a build with
- * -DNWATTN_BLAS_DIM_LIMIT=7 to exercise the splitting). Results are checked against a double
- * precision oracle and against the limits: one-hot on the nearest key, uniform weights. */
+ * -DNWATTN_BLAS_DIM_LIMIT=7 to exercise the splitting). Results are checked against the
+ * oracle (tests/oracle.h, long double) with its documented score bounds, and against the limits:
+ * one-hot on the nearest key, uniform weights. */
 #define _DEFAULT_SOURCE /* MAP_ANONYMOUS, MAP_NORESERVE */
 #include <float.h>
 #include <limits.h>
@@ -20,6 +21,8 @@
 #include <cmocka.h>
 
 #include "nwattn.h"
+#define OR_CORE_ONLY
+#include "oracle.h"
 
 #define MAXM 8
 #define MAXN 8
@@ -48,7 +51,7 @@ static int teardown(void **state) {
     return 0;
 }
 
-/* ---- A double precision oracle ------------------------------------------------------------- */
+/* ---- Problems, checked against the oracle (tests/oracle.h) ------------------------------- */
 typedef struct problem {
     nwattn_score score;
     float bandwidths[MAXD];
@@ -56,67 +59,25 @@ typedef struct problem {
     float q[MAXM * MAXD], k[MAXN * MAXD], v[MAXN];
 } problem;
 
+/* The score descriptor with the per-dimension bandwidths of this copy of the problem. */
+static nwattn_score score_of(const problem *p) {
+    nwattn_score score = p->score;
+    if (score.bandwidths)
+        score.bandwidths = p->bandwidths;
+    return score;
+}
+
 static double oracle_score(const problem *p, size_t i, size_t j) {
-    double sum = 0.0;
-    for (size_t l = 0; l < p->d; l++) {
-        double a = p->q[i * p->d + l], b = p->k[j * p->d + l];
-        if (p->score.kind == NWATTN_SCORE_DOT) {
-            sum += a * b;
-        } else {
-            double h = p->score.bandwidths ? p->bandwidths[l] : p->score.bandwidth;
-            sum += ((a - b) / h) * ((a - b) / h);
-        }
-    }
-    switch (p->score.kind) {
-    case NWATTN_SCORE_DOT:
-        return p->score.scale * sum;
-    case NWATTN_SCORE_GAUSSIAN:
-        return -0.5 * sum;
-    default:
-        return -sqrt(sum);
-    }
+    const nwattn_score score = score_of(p);
+    return or_score(&score, p->d, p->q + i * p->d, p->k + j * p->d);
 }
 
-static void oracle_pool(const problem *p, double w[MAXM][MAXN], double o[MAXM], double lse[MAXM]) {
-    for (size_t i = 0; i < p->m; i++) {
-        double s[MAXN], max = -INFINITY, sum = 0.0, out = 0.0;
-        for (size_t j = 0; j < p->n; j++) {
-            s[j] = oracle_score(p, i, j);
-            max = fmax(max, s[j]);
-        }
-        for (size_t j = 0; j < p->n; j++)
-            sum += exp(s[j] - max);
-        for (size_t j = 0; j < p->n; j++) {
-            w[i][j] = exp(s[j] - max) / sum;
-            out += w[i][j] * p->v[j];
-        }
-        o[i] = out;
-        lse[i] = max + log(sum);
-    }
-}
-
-/* The BLAS error bound of nwattn.h "Accuracy" for score (i, j), times 4. */
+/* The documented BLAS/FUSED error bound (or_bound_score_blas) for score (i, j). */
 static double blas_score_bound(const problem *p, size_t i, size_t j) {
-    const double u = 0x1p-24;
-    double qn = 0.0, kn = 0.0, prod = 0.0;
-    for (size_t l = 0; l < p->d; l++) {
-        double centre = 0.0;
-        for (size_t t = 0; t < p->n; t++)
-            centre += p->k[t * p->d + l];
-        centre /= (double)p->n;
-        const double h = p->score.bandwidths ? p->bandwidths[l] : p->score.bandwidth;
-        const double a = p->q[i * p->d + l], b = p->k[j * p->d + l];
-        qn += ((a - centre) / h) * ((a - centre) / h);
-        kn += ((b - centre) / h) * ((b - centre) / h);
-        prod += fabs(a * b);
-    }
-    const double d = (double)p->d;
-    if (p->score.kind == NWATTN_SCORE_DOT)
-        return 4.0 * (d + 4.0) * u * fabs((double)p->score.scale) * prod;
-    const double e2 = 4.0 * (2.0 * d + 16.0) * u * (qn + kn);
-    if (p->score.kind == NWATTN_SCORE_GAUSSIAN)
-        return e2;
-    return sqrt(e2);
+    const nwattn_score score = score_of(p);
+    double mean[MAXD];
+    or_key_mean(p->n, p->d, p->k, p->d, mean);
+    return or_bound_score_blas_pair(&score, p->d, p->q + i * p->d, p->k + j * p->d, mean);
 }
 
 /* Runs the pool on every backend and compares with the oracle: weights within 1e-5, outputs
@@ -124,10 +85,10 @@ static double blas_score_bound(const problem *p, size_t i, size_t j) {
  * is beyond the float range). */
 static void check_pool(const problem *p, const char *what) {
     double w_want[MAXM][MAXN], o_want[MAXM], lse_want[MAXM];
-    oracle_pool(p, w_want, o_want, lse_want);
-    nwattn_score score = p->score;
-    if (score.bandwidths)
-        score.bandwidths = p->bandwidths;
+    nwattn_score score = score_of(p);
+    for (size_t i = 0; i < p->m; i++)
+        lse_want[i] = or_pool_row(&score, p->d, 1, p->n, p->q + i * p->d, p->k, p->d, p->v, 1,
+                                  NULL, NULL, w_want[i], &o_want[i], NULL);
     /* lse moves by the score error: the documented bound for BLAS (and AUTO, which may be it). */
     double row_bound[N_CTX][MAXM] = {{0}};
     for (size_t i = 0; i < p->m; i++)
