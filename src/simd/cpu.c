@@ -57,14 +57,3 @@ int nw_simd_level(void) {
     const int level = nw_cpu_level();
     return level < NWATTN_SIMD_LEVEL ? level : NWATTN_SIMD_LEVEL;
 }
-
-const char *nw_simd_level_name(int level) {
-    switch (level) {
-    case NW_SIMD_LEVEL_AVX512:
-        return "avx512";
-    case NW_SIMD_LEVEL_AVX2:
-        return "avx2";
-    default:
-        return "generic";
-    }
-}

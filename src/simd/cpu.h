@@ -29,7 +29,4 @@ int nw_cpu_level(void);
 /* The level to run: nw_cpu_level(), at most NWATTN_SIMD_LEVEL. */
 int nw_simd_level(void);
 
-/* "avx512", "avx2" or "generic". */
-const char *nw_simd_level_name(int level);
-
 #endif /* NWATTN_SIMD_CPU_H */
