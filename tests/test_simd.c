@@ -24,17 +24,20 @@ static uint32_t to_bits(float x) {
     return bits;
 }
 
-/* The tables to test, slowest first: the generic one always, AVX2 and AVX-512 where the CPU
- * has them. */
+/* The tables to test, slowest first: the generic one always, AVX2 and AVX-512 where the build
+ * has them and the CPU (the library's probe, src/simd/cpu.h) runs them. */
 #define MAX_TABLES 3
 static size_t tables(const nw_simd *out[MAX_TABLES]) {
     size_t count = 0;
     out[count++] = &nw_simd_generic;
-#if NWATTN_HAVE_X86_KERNELS
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    const int level = nw_cpu_level();
+    (void)level;
+#if NWATTN_SIMD_LEVEL >= NW_SIMD_LEVEL_AVX2
+    if (level >= NW_SIMD_LEVEL_AVX2)
         out[count++] = &nw_simd_avx2;
-    if (__builtin_cpu_supports("avx512f"))
+#endif
+#if NWATTN_SIMD_LEVEL >= NW_SIMD_LEVEL_AVX512
+    if (level >= NW_SIMD_LEVEL_AVX512)
         out[count++] = &nw_simd_avx512;
 #endif
     return count;

@@ -1,6 +1,7 @@
 /* The fast row engine: its working memory, the choice of the copy compiled for the machine's
  * instruction set, and the baseline copy itself (see fast_rows_impl.h). */
 #include "nw.h"
+#include "simd/cpu.h"
 
 #define NW_FAST_ISA base
 #include "fast_rows_impl.h"
@@ -14,23 +15,21 @@ size_t nw_fast_buffer_floats(const nw_model *model, size_t n) {
     return floats;
 }
 
-/* The widest copy this build has and this CPU runs (x86-64: AVX-512, AVX2 + FMA). */
+/* The widest copy this build has and this CPU runs (x86-64: AVX-512, AVX2 + FMA), by the
+ * library's one CPU probe (simd/cpu.h), so that it agrees with the context's vector kernels. */
 static void choose_copy(nw_fast *f) {
     f->row = nw_fast_row_base;
     f->row_weights = nw_fast_row_weights_base;
-#if NWATTN_FAST_AVX2 || NWATTN_FAST_AVX512
-    __builtin_cpu_init();
-    const int avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-#endif
-#if NWATTN_FAST_AVX2
-    if (avx2) {
+    const int level = nw_simd_level();
+    (void)level;
+#if NWATTN_SIMD_LEVEL >= NW_SIMD_LEVEL_AVX2
+    if (level >= NW_SIMD_LEVEL_AVX2) {
         f->row = nw_fast_row_avx2;
         f->row_weights = nw_fast_row_weights_avx2;
     }
 #endif
-#if NWATTN_FAST_AVX512
-    if (avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
-        __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512bw")) {
+#if NWATTN_SIMD_LEVEL >= NW_SIMD_LEVEL_AVX512
+    if (level >= NW_SIMD_LEVEL_AVX512) {
         f->row = nw_fast_row_avx512;
         f->row_weights = nw_fast_row_weights_avx512;
     }

@@ -1,6 +1,7 @@
 /* Vector kernels for the hot loops of the softmax: exponentials, row maxima, direct distance
  * scores and dot products. One table per instruction set; the context picks the best table the
- * CPU supports when it is created (nw_simd_select), so nothing global is ever written.
+ * CPU supports when it is created (nw_simd_select, through the CPU probe of cpu.h), so nothing
+ * that changes results is ever written to global state.
  *
  * Exponential: exp(x) = 2^n · p(r), n = round(x / ln 2), r = x - n ln 2 (two-constant
  * Cody-Waite reduction, |r| <= ln 2 / 2), p Cephes' degree-7 polynomial by Horner's rule,
@@ -16,6 +17,8 @@
 #define NWATTN_SIMD_H
 
 #include <stddef.h>
+
+#include "cpu.h"
 
 /* The accuracy the tests hold every table's exponential to, in ulp. */
 #define NW_VEXP_MAX_ULP 2
@@ -42,16 +45,23 @@ typedef struct nw_simd {
     float (*dot)(const float *x, const float *y, size_t n);
 } nw_simd;
 
+/* One table per level of cpu.h, all written once over the mapping layer (simd_map.h,
+ * vexp_impl.h); NWATTN_SIMD_LEVEL (build option NWATTN_SIMD) says which are compiled in. */
 /* Portable C, for every CPU. */
 extern const nw_simd nw_simd_generic;
-#if NWATTN_HAVE_X86_KERNELS
-/* AVX2 + FMA (x86-64 since Haswell / Zen): only for CPUs that have both. */
+#if NWATTN_SIMD_LEVEL >= NW_SIMD_LEVEL_AVX2
+/* AVX2 + FMA (x86-64 since Haswell / Zen): only where nw_simd_level() >= NW_SIMD_LEVEL_AVX2. */
 extern const nw_simd nw_simd_avx2;
-/* AVX-512F (Skylake-SP, Zen 4 and later): only where the CPU and the OS support it. */
+#endif
+#if NWATTN_SIMD_LEVEL >= NW_SIMD_LEVEL_AVX512
+/* AVX-512 F, VL, DQ, BW (Skylake-SP, Zen 4 and later): only where nw_simd_level() says so. */
 extern const nw_simd nw_simd_avx512;
 #endif
 
-/* The fastest table this CPU runs. */
+/* The fastest table this CPU runs and this build has: nw_simd_for_level(nw_simd_level()). */
 const nw_simd *nw_simd_select(void);
+/* The table of the highest compiled-in level <= level (cpu.h); the caller makes sure that the
+ * CPU runs it (tests call each table the CPU runs directly). */
+const nw_simd *nw_simd_for_level(int level);
 
 #endif /* NWATTN_SIMD_H */

@@ -1,0 +1,131 @@
+/* The vector kernels of simd.h written once over the mapping layer (simd_map.h): included by
+ * vexp_generic.c, vexp_avx2.c and vexp_avx512.c, each defining NW_SIMD_MAP first, and each
+ * defining one table (nw_simd_generic, nw_simd_avx2, nw_simd_avx512). Loops take two vectors
+ * at a time (dot: four), then the rest one masked vector at a time. */
+#include "simd.h"
+#include "simd_map.h"
+
+static double exp_sum(float *x, size_t n, float shift) {
+    const nw_vf sh = nw_set1(shift);
+    nw_vd sum0 = nw_vd_zero(), sum1 = nw_vd_zero();
+    size_t j = 0;
+    for (; j + 2 * NW_VL <= n; j += 2 * NW_VL) {
+        const nw_vf a = nw_exp(nw_sub(nw_load(x + j), sh));
+        const nw_vf b = nw_exp(nw_sub(nw_load(x + j + NW_VL), sh));
+        nw_store(x + j, a);
+        nw_store(x + j + NW_VL, b);
+        sum0 = nw_vd_add_widened(sum0, a);
+        sum1 = nw_vd_add_widened(sum1, b);
+    }
+    for (; j < n; j += NW_VL) {
+        const nw_vm mask = nw_tail(n - j);
+        /* Masked-off lanes load 0, whose exponential is never stored; zero them for the sum. */
+        const nw_vf a = nw_keep(mask, nw_exp(nw_sub(nw_load_tail(mask, x + j), sh)));
+        nw_store_tail(mask, x + j, a);
+        sum0 = nw_vd_add_widened(sum0, a);
+    }
+    return nw_vd_hsum(nw_vd_add(sum0, sum1));
+}
+
+static float exp_sumf(float *x, size_t n, float shift) {
+    const nw_vf sh = nw_set1(shift);
+    nw_vf s0 = nw_zero(), s1 = s0;
+    size_t j = 0;
+    for (; j + 2 * NW_VL <= n; j += 2 * NW_VL) {
+        const nw_vf a = nw_exp(nw_sub(nw_load(x + j), sh));
+        const nw_vf b = nw_exp(nw_sub(nw_load(x + j + NW_VL), sh));
+        nw_store(x + j, a);
+        nw_store(x + j + NW_VL, b);
+        s0 = nw_add(s0, a);
+        s1 = nw_add(s1, b);
+    }
+    for (; j < n; j += NW_VL) {
+        const nw_vm mask = nw_tail(n - j);
+        const nw_vf a = nw_keep(mask, nw_exp(nw_sub(nw_load_tail(mask, x + j), sh)));
+        nw_store_tail(mask, x + j, a);
+        s0 = nw_add(s0, a);
+    }
+    return nw_hsum(nw_add(s0, s1));
+}
+
+static float exp_sum_dot(const float *x, size_t n, float shift, const float *v, float *dot) {
+    const nw_vf sh = nw_set1(shift);
+    nw_vf s0 = nw_zero(), s1 = s0, a0 = s0, a1 = s0;
+    size_t j = 0;
+    for (; j + 2 * NW_VL <= n; j += 2 * NW_VL) {
+        const nw_vf e0 = nw_exp(nw_sub(nw_load(x + j), sh));
+        const nw_vf e1 = nw_exp(nw_sub(nw_load(x + j + NW_VL), sh));
+        s0 = nw_add(s0, e0);
+        s1 = nw_add(s1, e1);
+        a0 = nw_fmadd(e0, nw_load(v + j), a0);
+        a1 = nw_fmadd(e1, nw_load(v + j + NW_VL), a1);
+    }
+    for (; j < n; j += NW_VL) {
+        const nw_vm mask = nw_tail(n - j);
+        const nw_vf e = nw_keep(mask, nw_exp(nw_sub(nw_load_tail(mask, x + j), sh)));
+        s0 = nw_add(s0, e);
+        a0 = nw_fmadd(e, nw_load_tail(mask, v + j), a0);
+    }
+    *dot = nw_hsum(nw_add(a0, a1));
+    return nw_hsum(nw_add(s0, s1));
+}
+
+/* max(v, m) returns m when v is NaN: NaN never wins, as in scalar loops. */
+static float max(const float *x, size_t n) {
+    const nw_vf none = nw_set1(-INFINITY);
+    nw_vf m0 = none, m1 = none;
+    size_t j = 0;
+    for (; j + 2 * NW_VL <= n; j += 2 * NW_VL) {
+        m0 = nw_max(nw_load(x + j), m0);
+        m1 = nw_max(nw_load(x + j + NW_VL), m1);
+    }
+    for (; j < n; j += NW_VL)
+        m0 = nw_max(nw_load_or(nw_tail(n - j), x + j, none), m0);
+    return nw_hmax(nw_max(m0, m1));
+}
+
+NW_MAP_INLINE nw_vf distance(int gaussian, nw_vf u, nw_vf inv_h, nw_vf k) {
+    const nw_vf t = nw_mul(nw_sub(u, k), inv_h);
+    if (gaussian) /* (-0.5 t) t, the evaluation order of nw_distance_scores_1d */
+        return nw_mul(nw_mul(nw_set1(-0.5f), t), t);
+    return nw_negabs(t);
+}
+
+static float dist1(int gaussian, float u, float inv_h, const float *k, size_t n, float *s) {
+    const nw_vf uu = nw_set1(u), ih = nw_set1(inv_h), none = nw_set1(-INFINITY);
+    nw_vf m0 = none, m1 = none;
+    size_t j = 0;
+    for (; j + 2 * NW_VL <= n; j += 2 * NW_VL) {
+        const nw_vf t0 = distance(gaussian, uu, ih, nw_load(k + j));
+        const nw_vf t1 = distance(gaussian, uu, ih, nw_load(k + j + NW_VL));
+        nw_store(s + j, t0);
+        nw_store(s + j + NW_VL, t1);
+        m0 = nw_max(t0, m0);
+        m1 = nw_max(t1, m1);
+    }
+    for (; j < n; j += NW_VL) {
+        const nw_vm mask = nw_tail(n - j);
+        const nw_vf t = distance(gaussian, uu, ih, nw_load_tail(mask, k + j));
+        nw_store_tail(mask, s + j, t);
+        m0 = nw_max(nw_keep_or(mask, t, none), m0);
+    }
+    return nw_hmax(nw_max(m0, m1));
+}
+
+static float dot(const float *x, const float *y, size_t n) {
+    nw_vf a0 = nw_zero(), a1 = a0, a2 = a0, a3 = a0;
+    size_t j = 0;
+    for (; j + 4 * NW_VL <= n; j += 4 * NW_VL) {
+        a0 = nw_fmadd(nw_load(x + j), nw_load(y + j), a0);
+        a1 = nw_fmadd(nw_load(x + j + NW_VL), nw_load(y + j + NW_VL), a1);
+        a2 = nw_fmadd(nw_load(x + j + 2 * NW_VL), nw_load(y + j + 2 * NW_VL), a2);
+        a3 = nw_fmadd(nw_load(x + j + 3 * NW_VL), nw_load(y + j + 3 * NW_VL), a3);
+    }
+    for (; j < n; j += NW_VL) {
+        const nw_vm mask = nw_tail(n - j);
+        a0 = nw_fmadd(nw_load_tail(mask, x + j), nw_load_tail(mask, y + j), a0);
+    }
+    return nw_hsum(nw_add(nw_add(a0, a1), nw_add(a2, a3)));
+}
+
+const nw_simd NW_MAP_TABLE = {NW_MAP_NAME, exp_sum, exp_sumf, exp_sum_dot, max, dist1, dot};
