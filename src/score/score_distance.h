@@ -14,7 +14,8 @@
 
 #include "score.h"
 
-/* Widest rows scored directly; measured crossover against the expansion (docs/numerics.md). */
+/* Widest rows scored directly: the measured crossover with the expansion lies between 8 and 16
+ * (docs/numerics.md, "NWATTN_SCORE_GAUSSIAN"). */
 #define NW_DIRECT_MAX_D ((size_t)8)
 
 nwattn_status nw_distance_check(struct nw_call *call, const nwattn_score *score, size_t d,
