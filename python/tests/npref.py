@@ -13,6 +13,13 @@ def scores(q, k, kind="dot", scale=None, bandwidth=1.0, bandwidths=None):
     if kind == "dot":
         scale = 1.0 / np.sqrt(d) if scale is None else scale
         return scale * (q @ np.swapaxes(k, -1, -2))
+    if kind == "cosine":  # a zero-norm row scores 0 against everything
+        scale = 1.0 if scale is None else scale
+        nq = np.linalg.norm(q, axis=-1, keepdims=True)
+        nk = np.linalg.norm(k, axis=-1, keepdims=True)
+        qh = np.divide(q, nq, out=np.zeros_like(q), where=nq > 0)
+        kh = np.divide(k, nk, out=np.zeros_like(k), where=nk > 0)
+        return scale * (qh @ np.swapaxes(kh, -1, -2))
     h = np.asarray(bandwidths if bandwidths is not None else bandwidth, np.float64)
     diff = (q[..., :, None, :] - k[..., None, :, :]) / h  # (..., m, n, d)
     sq = np.sum(diff * diff, axis=-1)

@@ -32,12 +32,12 @@ def data(rng, shape, low=-1.0, high=1.0):
 
 
 @pytest.mark.parametrize("shape", SHAPES)
-@pytest.mark.parametrize("kind", ["dot", "gaussian", "laplace"])
+@pytest.mark.parametrize("kind", ["dot", "gaussian", "laplace", "cosine"])
 def test_scores(ctx, rng, shape, kind):
     b, m, n, d, _ = shape
     q, k = data(rng, b + (m, d)), data(rng, b + (n, d))
     params = {"dot": {"scale": 0.7}, "gaussian": {"bandwidth": 0.8},
-              "laplace": {"bandwidth": 1.3}}[kind]
+              "laplace": {"bandwidth": 1.3}, "cosine": {"scale": 2.5}}[kind]
     got = nwattn.scores(q, k, score=kind, ctx=ctx, **params)
     assert got.dtype == np.float32 and got.shape == b + (m, n)
     close(got, npref.scores(q, k, kind, **params), ctx, scale=d)
@@ -50,6 +50,18 @@ def test_scores_defaults(ctx, rng):
           scale=9)
     close(nwattn.scores(q, k, score=nwattn.ScoreKind.LAPLACE, ctx=ctx),
           npref.scores(q, k, "laplace"), ctx, scale=3)
+
+
+def test_cosine_pool_and_zero_norm_rows(ctx, rng):
+    q, k, v = data(rng, (6, 4)), data(rng, (7, 4)), data(rng, (7, 3))
+    q[2] = 0.0  # no direction: uniform weights
+    k[5] = 0.0  # scores 0 against every query
+    got = nwattn.pool(q, k, v, score="cosine", scale=3.0, ctx=ctx)
+    close(got, npref.pool(q, k, v, kind="cosine", scale=3.0)[0], ctx)
+    s = nwattn.scores(q, k, score="cosine", ctx=ctx)
+    assert np.all(s[2] == 0.0) and np.all(s[:, 5] == 0.0)
+    with pytest.raises(ValueError, match="bandwidth"):
+        nwattn.pool(q, k, v, score="cosine", bandwidth=1.0, ctx=ctx)
 
 
 @pytest.mark.parametrize("kind", ["gaussian", "laplace"])
