@@ -440,10 +440,12 @@ NWATTN_API nwattn_status nwattn_attention(nwattn_context *ctx,
  * is ever silently 0 or accidentally NaN:
  * - NWATTN_ROW_EMPTY: a compact kernel and no training point with K > 0. The row gets what the
  *   model's `empty` field says (nwattn_empty). Gaussian and Laplace rows are never empty.
- * - NWATTN_ROW_SINGULAR: local linear only. The weighted moment matrix, in coordinates divided
- *   by h, has a reciprocal condition number (LAPACK dpocon, 1-norm) below 1e-7: the row falls
- *   back to the local constant estimate with the same weights. An empty row is flagged EMPTY
- *   only.
+ * - NWATTN_ROW_SINGULAR: local linear only. The weighted moment matrix M, equilibrated to
+ *   D M D with D = diag(M)^(-1/2) (so that the test does not depend on h or on the units of x),
+ *   has a reciprocal condition number (LAPACK dpocon, 1-norm) below 1e-7: the row falls back to
+ *   the local constant estimate with the same weights. As h grows the fit tends to the global
+ *   (weighted) least-squares plane, which is never flagged unless the x themselves are
+ *   collinear. An empty row is flagged EMPTY only.
  *
  * Backends (from the context). REFERENCE: every weight in double with the C library's exp,
  * over all n points; local linear systems through LAPACKE for every d: the oracle. AUTO, BLAS,
@@ -597,10 +599,14 @@ typedef struct nwattn_cv_report {
  *      is 0, uses golden-section search instead.
  *    d > 1: quasi-Newton (BFGS) on log h_1 .. log h_d from s* · start, with the analytic
  *      gradient and a backtracking line search, until no log h_k moves by more than
- *      `tolerance`: one bandwidth per dimension.
- * If s* is an end of the grid, report->at_grid_edge says which and the answer stays there (the
- * minimum may lie outside: widen the grid; +1 often means y does not depend on x and CV prefers
- * average pooling). Ties on the grid go to the larger bandwidth.
+ *      `tolerance`: one bandwidth per dimension. The search is not confined to the grid's
+ *      range: h_k may leave [scale_min, scale_max] · start_k (an h_k far above it says that y
+ *      hardly depends on x_k, as statsmodels' huge bandwidths do). It stays within
+ *      start_k · [1e-12, 1e12], where float32 weights no longer change with h.
+ * If s* is an end of the grid, report->at_grid_edge says which. With d == 1 the answer then
+ * stays there (the minimum may lie outside: widen the grid; +1 often means y does not depend
+ * on x and CV prefers average pooling); with d > 1 it only says where BFGS started.
+ * Ties on the grid go to the larger bandwidth.
  * Outputs: bandwidths (d floats, always finite and > 0), report (optional), and the grid's CV
  * curve (optional): curve_scales and curve_cv of options' grid_points entries each. */
 NWATTN_API nwattn_status nwattn_nw_select_bandwidth(nwattn_context *ctx,
@@ -620,7 +626,8 @@ NWATTN_API nwattn_status nwattn_nw_select_bandwidth(nwattn_context *ctx,
  * the Gaussian Nadaraya-Watson estimator with bandwidth h = 1/|w| and a learnable scalar w
  * (w == 0 gives average pooling). The mask is nwattn_pool's (batch 1): d2l trains with
  * NWATTN_MASK_LEAVE_ONE_OUT, queries = the training inputs themselves.
- * The loss is d2l's: L = sum_i sum_c (yhat_ic - target_ic)^2 / 2, and
+ * The loss is that of d2l's MXNet edition (gluon.loss.L2Loss, summed):
+ *   L = sum_i sum_c (yhat_ic - target_ic)^2 / 2, and
  *   dL/dw = -w sum_i sum_j alpha_ij |xq_i - x_j|^2 (y_j - yhat_i) · (yhat_i - target_i).
  */
 
@@ -642,7 +649,10 @@ typedef struct nwattn_sgd {
     size_t epochs;
 } nwattn_sgd;
 
-/* d2l's training loop: each epoch evaluates the leave-one-out loss of the whole training set
+/* d2l's training loop (MXNet edition: lr 0.5 on L above). d2l's PyTorch edition sums
+ * nn.MSELoss(reduction='none') without the /2: its losses are 2L, its gradients 2 dL/dw, so
+ * its run at learning rate r is this function's run at learning_rate 2r, bit for bit (the
+ * factors are powers of two), with loss_per_epoch doubled (docs/regression.md). Each epoch evaluates the leave-one-out loss of the whole training set
  * (queries = x, keys = x, values = targets = y, NWATTN_MASK_LEAVE_ONE_OUT) and takes one step
  * w -= learning_rate · dL/dw. *w is the starting value on entry and the trained value on
  * return. loss_per_epoch (epochs entries, optional) receives the loss each epoch computed,
