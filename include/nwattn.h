@@ -619,6 +619,132 @@ NWATTN_API nwattn_status nwattn_nw_select_bandwidth(nwattn_context *ctx,
                                                     nwattn_cv_report *report,
                                                     float *curve_scales, double *curve_cv);
 
+/* ---- Inference: observation weights, standard errors, derivatives, summaries, bands ------ */
+/*
+ * The functions of this part treat one response (y: n floats) and work in double on every
+ * backend, one query row after another on the calling thread, O(n) per query row (O(n^2) for
+ * the training-set summaries): the statistics of the fit, not its fast path. The fit itself is
+ * nwattn_nw_predict's reference path (same kernels, degrees, singular test and fallback).
+ *
+ * Observation weights (obs_weights: n finite values >= 0, NULL: all 1; survey, importance or
+ * frequency weights) multiply each training point's kernel weight: local constant
+ * yhat(q) = sum_j w_j K_j y_j / sum_j w_j K_j, local linear minimises sum_j w_j K_j |.|^2. They
+ * are frequency weights: an integer weight c gives the results of c repeated rows, in every
+ * output below (fit, slopes, leave-one-out CV, R^2, degrees of freedom, variances; not the
+ * bootstrap's draws). Leave-one-out removes one unit of weight, min(1, w_i), of point i: scale
+ * weights so that all are <= 1 to leave whole observations out (the fit does not depend on the
+ * weights' scale). A point of weight 0 is ignored.
+ *
+ * Every result is linear in y: yhat(q) = sum_j l_j(q) y_j with the smoother weights l_j(q)
+ * (nwattn_nw_predict's weights output, times w_j), and each derivative too. Hence:
+ * - Derivatives (deriv: m×d, d yhat / d q_k):
+ *     local linear: the fitted slope b_k (statsmodels KernelReg's marginal effects);
+ *     local constant: the derivative of the ratio, sum_j w_j dK_j/dq_k (y_j - yhat) / sum_j w_j K_j
+ *     (0 for the uniform kernel; the Laplace kernel's kink at t = 0 counts as slope 0).
+ * - Variances (se: standard errors sqrt(Var yhat(q)), and deriv_se of the derivatives), with
+ *   the training fit's residuals r_j = y_j - yhat(x_j) and leverages L_jj:
+ *     NWATTN_VARIANCE_HOMOSCEDASTIC:   Var = sigma2 · sum_j l_j^2 / w_j,
+ *       sigma2 = sum_j w_j r_j^2 / (sum_j w_j - 2 tr L + sum_ij w_i l_ij^2 / w_j)
+ *       (with unit weights RSS / (n - 2 tr L + tr L'L): Wasserman, All of Nonparametric
+ *       Statistics, 5.86);
+ *     NWATTN_VARIANCE_HETEROSCEDASTIC: Var = sum_j (l_j^2 / w_j) r_j^2 / (1 - 2 L_jj / w_j +
+ *       sum_k l_jk^2 / w_k)  (each r_j^2 corrected to be unbiased for its variance under
+ *       homoscedasticity; HC2-like).
+ *   These are the variances of yhat around its mean E yhat(q), which differs from the true
+ *   regression function by the smoothing bias: bands yhat ± z · se cover E yhat, and the truth
+ *   where the bias is small against se (undersmoothing; docs/regression.md has the coverage
+ *   simulation).
+ * Accuracy: double sums over float inputs; results agree with a long double evaluation to
+ * ~1e-12 relative where the local systems are well conditioned (tested to 1e-9), and with
+ * statsmodels' KernelReg (fit, marginal effects, R^2) to 1e-6.
+ */
+typedef enum nwattn_variance {
+    NWATTN_VARIANCE_HOMOSCEDASTIC = 0,
+    NWATTN_VARIANCE_HETEROSCEDASTIC = 1
+} nwattn_variance;
+
+/* Summaries of the fit on its own training set at bandwidths h. */
+typedef struct nwattn_fit_summary {
+    double r2;          /* 1 - sum w r^2 / sum w (y - ybar_w)^2 */
+    double r2_corr;     /* squared correlation of y and yhat (statsmodels' KernelReg.r_squared and
+                           R np's R^2, unweighted; centred at the mean of yhat as statsmodels) */
+    double dof;         /* effective degrees of freedom: tr L = sum_i l_i(x_i) */
+    double dof_resid;   /* sum w - 2 tr L + sum_ij w_i l_ij^2 / w_j (the denominator of sigma2) */
+    double sigma2;      /* residual variance estimate (NaN if dof_resid <= 0) */
+    double rss;         /* sum w r^2 */
+    double cv;          /* leave-one-out CV: sum w_i (y_i - yhat_-i(x_i))^2 / sum w (+INFINITY if a
+                           leave-one-out row is empty); with unit weights nwattn_nw_cv's value */
+    size_t flagged_rows; /* training rows (fit or leave-one-out) flagged empty or singular */
+} nwattn_fit_summary;
+
+/* The summary of the fit at bandwidths h (d floats) on (x, y): n >= 3 points with positive
+ * weight, every coordinate with two values at least (else NWATTN_ERR_DEGENERATE_DATA). fitted
+ * (n floats) and leverage (n doubles: L_ii / w_i, a point's weight on itself) are optional. */
+NWATTN_API nwattn_status nwattn_nw_summary(nwattn_context *ctx, const nwattn_regression *model,
+                                           const float *bandwidths, size_t n, size_t d,
+                                           const float *x, size_t ldx, const float *y,
+                                           const float *obs_weights,
+                                           nwattn_fit_summary *summary, float *fitted,
+                                           double *leverage);
+
+/* Fit, standard errors and derivatives at m queries xq (m×d, ldq). Outputs are optional
+ * (NULL), in double: fit (m), se (m), deriv (m×d, ldd), deriv_se (m×d, ldd), row_flags (m
+ * bytes; NWATTN_ROW_EMPTY rows get NaN everywhere, NWATTN_ROW_SINGULAR rows the local constant
+ * fit and derivative). se and deriv_se need the training set's residuals: one summary pass
+ * (O(n^2)). Data requirements as nwattn_nw_summary. */
+NWATTN_API nwattn_status nwattn_nw_inference(nwattn_context *ctx, const nwattn_regression *model,
+                                             const float *bandwidths, size_t n, size_t d,
+                                             const float *x, size_t ldx, const float *y,
+                                             const float *obs_weights, nwattn_variance variance,
+                                             size_t m, const float *xq, size_t ldq, double *fit,
+                                             double *se, double *deriv, double *deriv_se,
+                                             size_t ldd, unsigned char *row_flags);
+
+/* Wild bootstrap bands of the fit at m queries, at bandwidths h: `replicates` (>= 2) draws
+ * y*_j = yhat(x_j) + e_j v_j with Rademacher v_j (+-1, from nwattn_rng seeded with seed) and
+ * e_j the residuals corrected as for NWATTN_VARIANCE_HETEROSCEDASTIC; each refit at the same h
+ * is yhat*(q) = yhat(q) + sum_j l_j(q) e_j v_j (the smoother is linear: no refits).
+ *   pointwise (lower, upper): yhat(q) + the (1 -+ level)/2 quantiles of yhat* - yhat;
+ *   simultaneous (sim_lower, sim_upper): yhat(q) ± c · sd*(q), sd* the bootstrap standard
+ *     deviation and c the level quantile of max_i |yhat*(q_i) - yhat(q_i)| / sd*(q_i)
+ *     (rows with sd* = 0 left out of the max), covering all m queries at once.
+ * Quantiles interpolate linearly between order statistics (numpy's default). The same seed
+ * gives the same bands everywhere. level in (0, 1). Outputs (m doubles each) optional; flagged
+ * rows as in nwattn_nw_inference. Working memory m·(n + replicates) doubles. */
+NWATTN_API nwattn_status nwattn_nw_bootstrap_bands(nwattn_context *ctx,
+                                                   const nwattn_regression *model,
+                                                   const float *bandwidths, size_t n, size_t d,
+                                                   const float *x, size_t ldx, const float *y,
+                                                   const float *obs_weights, size_t m,
+                                                   const float *xq, size_t ldq,
+                                                   size_t replicates, uint64_t seed,
+                                                   double level, double *lower, double *upper,
+                                                   double *sim_lower, double *sim_upper);
+
+/* ---- Kernel density estimation (the Nadaraya-Watson denominator) --------------------------- */
+/* Gaussian product-kernel density with bandwidths h (d floats, finite > 0) and optional
+ * observation weights (as above; NULL: all 1):
+ *   f(q) = sum_j w_j prod_k phi((q_k - x_jk) / h_k) / h_k  /  sum_j w_j,   phi the N(0,1) density
+ * (scipy.stats.gaussian_kde with d == 1 and bw_method = h / std(x); statsmodels'
+ * KDEMultivariate(var_type = 'c'·d, bw = h)). density: m doubles. n >= 1 with positive total
+ * weight. Accuracy: double sums, ~1e-13 relative where f is not underflowing. */
+NWATTN_API nwattn_status nwattn_kde(nwattn_context *ctx, const float *bandwidths, size_t m,
+                                    size_t n, size_t d, const float *xq, size_t ldq,
+                                    const float *x, size_t ldx, const float *obs_weights,
+                                    double *density);
+
+/* Bandwidth selection objectives of the density above at n_bw bandwidth vectors (ldb apart),
+ * with f_-i the leave-one-out density (one unit of weight left out, as above):
+ *   lscv[g]   = integral f^2 - 2 sum_i w_i f_-i(x_i) / sum w   (least-squares CV, minimise;
+ *               the integral in closed form: Gaussians of bandwidth sqrt(2) h)
+ *   loglik[g] = sum_i w_i log f_-i(x_i) / sum w                 (likelihood CV, maximise;
+ *               -INFINITY when some f_-i underflows to 0)
+ * With unit weights, n · loglik is minus statsmodels' cv_ml objective and lscv its cv_ls
+ * objective (KDEMultivariate.imse / loo_likelihood). Both outputs optional; n >= 2. O(n^2 d). */
+NWATTN_API nwattn_status nwattn_kde_cv(nwattn_context *ctx, size_t n_bw, const float *bandwidths,
+                                       size_t ldb, size_t n, size_t d, const float *x, size_t ldx,
+                                       const float *obs_weights, double *lscv, double *loglik);
+
 /* ---- The learnable-w model (d2l's parametric attention pooling) --------------------------- */
 /*
  *   yhat_i = sum_j softmax_j(-((xq_i - x_j) w)^2 / 2) y_j        (|.|: Euclidean when d > 1)

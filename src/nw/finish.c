@@ -185,3 +185,11 @@ unsigned nw_finish_row(const nw_model *model, const nw_sums *s, int closed_form,
     }
     return 0;
 }
+
+void nw_finish_solve(const nw_model *model, int closed_form, const double *work, double *rhs,
+                     size_t nrhs) {
+    if (closed_form && model->p == 2)
+        solve_2x2(model, work, rhs, nrhs);
+    else
+        solve_chol(model, work, rhs, nrhs);
+}
