@@ -19,6 +19,10 @@ from ._regression import (BandwidthRule, BandwidthSelection, Dataset, Degree, Em
                           weights_diagnostics, wmodel_evaluate, wmodel_train)
 from ._stats import (Bands, FitSummary, Inference, Variance, kde, kde_cv, kde_select_bandwidth,
                      nw_bootstrap_bands, nw_inference, nw_select_bandwidth_weighted, nw_summary)
+from ._sklearn import NWResults
+from ._sklearn import _HAVE_SKLEARN
+if _HAVE_SKLEARN:  # scikit-learn is optional
+    from ._sklearn import NadarayaWatson
 
 MAX_THREADS = 256  # NWATTN_MAX_THREADS
 
@@ -53,4 +57,5 @@ __all__ = [
     # statistics (_stats.py)
     "Bands", "FitSummary", "Inference", "Variance", "kde", "kde_cv", "kde_select_bandwidth",
     "nw_bootstrap_bands", "nw_inference", "nw_select_bandwidth_weighted", "nw_summary",
-]
+    "NWResults",
+] + (["NadarayaWatson"] if _HAVE_SKLEARN else [])
