@@ -688,7 +688,7 @@ NWATTN_API nwattn_status nwattn_nw_summary(nwattn_context *ctx, const nwattn_reg
                                            double *leverage);
 
 /* Fit, standard errors and derivatives at m queries xq (m×d, ldq). Outputs are optional
- * (NULL), in double: fit (m), se (m), deriv (m×d, ldd), deriv_se (m×d, ldd), row_flags (m
+ * (NULL), in double: fit (m), se (m), deriv (m×d, ldd), deriv_se (m×d, ldds), row_flags (m
  * bytes; NWATTN_ROW_EMPTY rows get NaN everywhere, NWATTN_ROW_SINGULAR rows the local constant
  * fit and derivative). se and deriv_se need the training set's residuals: one summary pass
  * (O(n^2)). Data requirements as nwattn_nw_summary. */
@@ -697,8 +697,9 @@ NWATTN_API nwattn_status nwattn_nw_inference(nwattn_context *ctx, const nwattn_r
                                              const float *x, size_t ldx, const float *y,
                                              const float *obs_weights, nwattn_variance variance,
                                              size_t m, const float *xq, size_t ldq, double *fit,
-                                             double *se, double *deriv, double *deriv_se,
-                                             size_t ldd, unsigned char *row_flags);
+                                             double *se, double *deriv, size_t ldd,
+                                             double *deriv_se, size_t ldds,
+                                             unsigned char *row_flags);
 
 /* Wild bootstrap bands of the fit at m queries, at bandwidths h: `replicates` (>= 2) draws
  * y*_j = yhat(x_j) + e_j v_j with Rademacher v_j (+-1, from nwattn_rng seeded with seed) and
@@ -778,9 +779,9 @@ typedef struct nwattn_sgd {
 /* d2l's training loop (MXNet edition: lr 0.5 on L above). d2l's PyTorch edition sums
  * nn.MSELoss(reduction='none') without the /2: its losses are 2L, its gradients 2 dL/dw, so
  * its run at learning rate r is this function's run at learning_rate 2r, bit for bit (the
- * factors are powers of two), with loss_per_epoch doubled (docs/regression.md). Each epoch evaluates the leave-one-out loss of the whole training set
- * (queries = x, keys = x, values = targets = y, NWATTN_MASK_LEAVE_ONE_OUT) and takes one step
- * w -= learning_rate · dL/dw. *w is the starting value on entry and the trained value on
+ * factors are powers of two), with loss_per_epoch doubled (docs/regression.md). Each epoch
+ * evaluates the leave-one-out loss of the whole training set (queries = x, keys = x, values =
+ * targets = y, NWATTN_MASK_LEAVE_ONE_OUT) and takes one step w -= learning_rate · dL/dw. *w is the starting value on entry and the trained value on
  * return. loss_per_epoch (epochs entries, optional) receives the loss each epoch computed,
  * before its step, as d2l prints it. Fails with NWATTN_ERR_BAD_PARAMETER (and leaves *w alone)
  * if w or the loss stops being finite. n must be >= 2. */

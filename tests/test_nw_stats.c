@@ -84,10 +84,10 @@ static void test_integer_weights_are_repeated_rows(void **state) {
                 for (int v = 0; v < 2; v++) {
                     NT_ASSERT_OK(ctx, nwattn_nw_inference(ctx, &model, h, s.n, d, s.x, d, s.y,
                                                           s.w, (nwattn_variance)v, m, xq, d, a[0],
-                                                          a[1], a[2], a[3], d, NULL));
+                                                          a[1], a[2], d, a[3], d, NULL));
                     NT_ASSERT_OK(ctx, nwattn_nw_inference(ctx, &model, h, r.n, d, r.x, d, r.y,
                                                           NULL, (nwattn_variance)v, m, xq, d, b[0],
-                                                          b[1], b[2], b[3], d, NULL));
+                                                          b[1], b[2], d, b[3], d, NULL));
                     for (int o = 0; o < 4; o++)
                         for (size_t i = 0; i < (o < 2 ? m : m * d); i++)
                             if (!(isnan(a[o][i]) && isnan(b[o][i])))
@@ -116,7 +116,7 @@ static void test_fit_matches_oracle(void **state) {
                 unsigned char flags[7];
                 NT_ASSERT_OK(ctx, nwattn_nw_inference(ctx, &model, h, s.n, d, s.x, d, s.y, NULL,
                                                       NWATTN_VARIANCE_HOMOSCEDASTIC, 7, xq, d,
-                                                      fit, NULL, NULL, NULL, d, flags));
+                                                      fit, NULL, NULL, d, NULL, d, flags));
                 for (size_t i = 0; i < 7; i++) {
                     double want;
                     int ok = or_nw_direct(kernels[kk], (nwattn_degree)degree, s.n, d, 1, s.x, d,
@@ -179,7 +179,7 @@ static void test_infinite_bandwidth_closed_forms(void **state) {
              1e-9);
     NT_ASSERT_OK(ctx, nwattn_nw_inference(ctx, &lc, &h, n, 1, x, 1, y, NULL,
                                           NWATTN_VARIANCE_HOMOSCEDASTIC, 1, &q, 1, &fit, &se,
-                                          &deriv, &dse, 1, NULL));
+                                          &deriv, 1, &dse, 1, NULL));
     nt_close("mean: fit", 0, fit, (double)my, 1e-12, 1e-9);
     nt_close("mean: se", 0, se, sqrt((double)(syy / (n - 1)) / nd), 1e-12, 1e-9);
     nt_close("mean: derivative", 0, deriv, 0.0, 1e-12, 0);
@@ -193,7 +193,7 @@ static void test_infinite_bandwidth_closed_forms(void **state) {
     nt_close("ols: r2", 0, s.r2, (double)(1 - rss / syy), 1e-9, 1e-7);
     NT_ASSERT_OK(ctx, nwattn_nw_inference(ctx, &ll, &h, n, 1, x, 1, y, NULL,
                                           NWATTN_VARIANCE_HOMOSCEDASTIC, 1, &q, 1, &fit, &se,
-                                          &deriv, &dse, 1, NULL));
+                                          &deriv, 1, &dse, 1, NULL));
     nt_close("ols: fit", 0, fit, (double)(alpha + beta * q), 1e-9, 1e-7);
     nt_close("ols: slope", 0, deriv, (double)beta, 1e-9, 1e-7);
     nt_close("ols: se", 0, se, sqrt(s2 * (1.0 / nd + (double)((q - mx) * (q - mx) / sxx))), 1e-12,
@@ -210,7 +210,7 @@ static void test_infinite_bandwidth_closed_forms(void **state) {
     }
     NT_ASSERT_OK(ctx, nwattn_nw_inference(ctx, &ll, &h, n, 1, x, 1, y, NULL,
                                           NWATTN_VARIANCE_HETEROSCEDASTIC, 1, &q, 1, &fit, &se,
-                                          &deriv, &dse, 1, NULL));
+                                          &deriv, 1, &dse, 1, NULL));
     nt_close("ols: HC2 se", 0, se, sqrt((double)hc2), 1e-12, 1e-6);
     nt_close("ols: HC2 slope se", 0, dse, sqrt((double)hc2_slope), 1e-12, 1e-6);
     nwattn_context_destroy(ctx);
@@ -235,17 +235,18 @@ static void test_derivatives(void **state) {
     nwattn_regression ll = {NWATTN_KERNEL_GAUSSIAN, NWATTN_LOCAL_LINEAR, NWATTN_EMPTY_NAN};
     NT_ASSERT_OK(ctx, nwattn_nw_inference(ctx, &ll, h, n, 2, x, 2, y, NULL,
                                           NWATTN_VARIANCE_HOMOSCEDASTIC, 3, q, 2, fit, NULL, deriv,
-                                          NULL, 2, NULL));
+                                          2, NULL, 2, NULL));
     for (size_t i = 0; i < 3; i++) {
         nt_close("slope vs cos", i, deriv[2 * i], cos(q[2 * i]), 1e-2, 0);
         nt_close("slope vs x2", i, deriv[2 * i + 1], q[2 * i + 1], 1e-2, 0);
     }
-    for (size_t kk = 0; kk < 4; kk++) { /* the uniform kernel's derivative is 0 by definition */
+    /* the uniform kernel's derivative is 0 by definition: not compared */
+    for (size_t kk = 0; kk < 4; kk++) {
         nwattn_regression lc = {kernels[kk], NWATTN_LOCAL_CONSTANT, NWATTN_EMPTY_NAN};
         const float hc[2] = {kk >= 2 ? 0.43f : 0.2f, kk >= 2 ? 0.37f : 0.15f}; /* no edge on a point */
         NT_ASSERT_OK(ctx, nwattn_nw_inference(ctx, &lc, hc, n, 2, x, 2, y, NULL,
                                               NWATTN_VARIANCE_HOMOSCEDASTIC, 3, q, 2, fit, NULL,
-                                              deriv, NULL, 2, NULL));
+                                              deriv, 2, NULL, 2, NULL));
         for (size_t i = 0; i < 3; i++)
             for (size_t k = 0; k < 2; k++) {
                 const float e = 1e-3f;
@@ -254,10 +255,10 @@ static void test_derivatives(void **state) {
                 double fp, fm;
                 NT_ASSERT_OK(ctx, nwattn_nw_inference(ctx, &lc, hc, n, 2, x, 2, y, NULL,
                                                       NWATTN_VARIANCE_HOMOSCEDASTIC, 1, qp, 2, &fp,
-                                                      NULL, NULL, NULL, 2, NULL));
+                                                      NULL, NULL, 2, NULL, 2, NULL));
                 NT_ASSERT_OK(ctx, nwattn_nw_inference(ctx, &lc, hc, n, 2, x, 2, y, NULL,
                                                       NWATTN_VARIANCE_HOMOSCEDASTIC, 1, qm, 2, &fm,
-                                                      NULL, NULL, NULL, 2, NULL));
+                                                      NULL, NULL, 2, NULL, 2, NULL));
                 const double fd = (fp - fm) / ((double)qp[k] - (double)qm[k]);
                 nt_close("local constant derivative vs central difference", kk * 10 + i * 2 + k,
                          deriv[2 * i + k], fd, 2e-3, 2e-3);
@@ -291,7 +292,7 @@ static void test_bootstrap(void **state) {
     assert_true(memcmp(b1, b3, sizeof b1) != 0);
     NT_ASSERT_OK(ctx, nwattn_nw_inference(ctx, &model, &h, s.n, 1, s.x, 1, s.y, NULL,
                                           NWATTN_VARIANCE_HETEROSCEDASTIC, M, xq, 1, fit, se, NULL,
-                                          NULL, 1, NULL));
+                                          1, NULL, 1, NULL));
     for (size_t i = 0; i < M; i++) {
         nt_close("bootstrap lower vs fit - 1.96 se", i, b1[0][i], fit[i] - 1.96 * se[i],
                  0.1 * se[i], 0);
@@ -409,20 +410,20 @@ static void test_bad_inputs(void **state) {
                      NWATTN_ERR_ALIASING);
     assert_memory_equal(&sum, &before, sizeof sum);
     NT_ASSERT_STATUS(ctx, nwattn_nw_inference(ctx, &model, &h, 10, 1, s.x, 1, s.y, NULL,
-                                              (nwattn_variance)5, 1, &q, 1, out, out + 1, out + 2,
-                                              out + 3, 1, NULL),
+                                              (nwattn_variance)5, 1, &q, 1, out, out + 1,
+                                              out + 2, 1, out + 3, 1, NULL),
                      NWATTN_ERR_BAD_ENUM);
     NT_ASSERT_STATUS(ctx, nwattn_nw_inference(ctx, &model, &h, 10, 1, s.x, 1, s.y, NULL,
                                               NWATTN_VARIANCE_HOMOSCEDASTIC, 1, NULL, 1, out,
-                                              out + 1, out + 2, out + 3, 1, NULL),
+                                              out + 1, out + 2, 1, out + 3, 1, NULL),
                      NWATTN_ERR_NULL_POINTER);
     NT_ASSERT_STATUS(ctx, nwattn_nw_inference(ctx, &model, &h, 10, 1, s.x, 1, s.y, NULL,
                                               NWATTN_VARIANCE_HOMOSCEDASTIC, 2, &q, 1, out,
-                                              out + 1, out + 2, out + 3, 0, NULL),
+                                              out + 1, out + 2, 0, out + 3, 0, NULL),
                      NWATTN_ERR_BAD_LEADING_DIM);
     NT_ASSERT_STATUS(ctx, nwattn_nw_inference(ctx, &model, &h, SIZE_MAX / 2, 1, s.x, 1, s.y, NULL,
                                               NWATTN_VARIANCE_HOMOSCEDASTIC, 1, &q, 1, out,
-                                              out + 1, out + 2, out + 3, 1, NULL),
+                                              out + 1, out + 2, 1, out + 3, 1, NULL),
                      NWATTN_ERR_OVERFLOW);
     NT_ASSERT_STATUS(ctx, nwattn_nw_bootstrap_bands(ctx, &model, &h, 10, 1, s.x, 1, s.y, NULL, 1,
                                                     &q, 1, 1, 0, 0.95, out, out + 1, out + 2,

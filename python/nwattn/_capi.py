@@ -204,7 +204,7 @@ PROTOTYPES.update({
         status_t, (ctx_p, reg_p, fptr, S, S, fptr, S, fptr, fptr, c_void_p, fptr, c_void_p)),
     "nwattn_nw_inference": (
         status_t, (ctx_p, reg_p, fptr, S, S, fptr, S, fptr, fptr, c_int, S, fptr, S, c_void_p,
-                   c_void_p, c_void_p, c_void_p, S, c_void_p)),
+                   c_void_p, c_void_p, S, c_void_p, S, c_void_p)),
     "nwattn_nw_bootstrap_bands": (
         status_t, (ctx_p, reg_p, fptr, S, S, fptr, S, fptr, fptr, S, fptr, S, S, c_uint64,
                    c_double, c_void_p, c_void_p, c_void_p, c_void_p)),

@@ -156,7 +156,7 @@ def nw_inference(xq, x, y, bandwidth, *, kernel="gaussian", degree="constant", w
     h = ctx.handle
     check(C.nwattn_nw_inference(h, ctypes.byref(model), bw.ctypes.data, n, d, xa.ctypes.data, d,
                                 ya.ctypes.data, _ptr(wa), var, m, q.ctypes.data, d,
-                                fit.ctypes.data, se.ctypes.data, deriv.ctypes.data,
+                                fit.ctypes.data, se.ctypes.data, deriv.ctypes.data, d,
                                 deriv_se.ctypes.data, d, flags.ctypes.data), h,
           "nwattn_nw_inference")
     return Inference(fit, se, deriv, deriv_se, flags)

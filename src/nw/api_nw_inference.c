@@ -79,8 +79,8 @@ nwattn_status nwattn_nw_inference(nwattn_context *ctx, const nwattn_regression *
                                   const float *bandwidths, size_t n, size_t d, const float *x,
                                   size_t ldx, const float *y, const float *obs_weights,
                                   nwattn_variance variance, size_t m, const float *xq, size_t ldq,
-                                  double *fit, double *se, double *deriv, double *deriv_se,
-                                  size_t ldd, unsigned char *row_flags) {
+                                  double *fit, double *se, double *deriv, size_t ldd,
+                                  double *deriv_se, size_t ldds, unsigned char *row_flags) {
     NW_TRY(nw_begin(ctx));
     if (variance != NWATTN_VARIANCE_HOMOSCEDASTIC && variance != NWATTN_VARIANCE_HETEROSCEDASTIC)
         return nw_fail(ctx, NWATTN_ERR_BAD_ENUM, "unknown variance %d", (int)variance);
@@ -96,7 +96,7 @@ nwattn_status nwattn_nw_inference(nwattn_context *ctx, const nwattn_regression *
     if (deriv != NULL)
         NW_TRY(nw_output_elems(&call, "deriv", deriv, sizeof(double), m, d, ldd));
     if (deriv_se != NULL)
-        NW_TRY(nw_output_elems(&call, "deriv_se", deriv_se, sizeof(double), m, d, ldd));
+        NW_TRY(nw_output_elems(&call, "deriv_se", deriv_se, sizeof(double), m, d, ldds));
     if (row_flags != NULL)
         NW_TRY(nw_output_elems(&call, "row_flags", row_flags, 1, 1, m, m > 0 ? m : 1));
     NW_TRY(nw_check_disjoint(&call));
@@ -141,7 +141,7 @@ nwattn_status nwattn_nw_inference(nwattn_context *ctx, const nwattn_regression *
             if (deriv != NULL)
                 deriv[i * ldd + k] = empty ? (double)NAN : weighted_y(&sm, lk);
             if (deriv_se != NULL)
-                deriv_se[i * ldd + k] =
+                deriv_se[i * ldds + k] =
                     empty ? (double)NAN : standard_error(&sm, lk, sigma2, resid2);
         }
         if (row_flags != NULL)
