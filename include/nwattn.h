@@ -746,6 +746,61 @@ NWATTN_API nwattn_status nwattn_kde_cv(nwattn_context *ctx, size_t n_bw, const f
                                        size_t ldb, size_t n, size_t d, const float *x, size_t ldx,
                                        const float *obs_weights, double *lscv, double *loglik);
 
+/* ---- Mixed data: continuous, unordered and ordered categorical columns -------------------- */
+/* Column types of a mixed-data product kernel. A categorical column holds integer codes (as
+ * floats, integral values); its bandwidth is lambda in [0, 1]. With c the number of distinct
+ * values of the column in x (the training data) and q, x_j one column's query and training
+ * values:
+ *   NWATTN_VAR_CONTINUOUS           phi((q - x_j) / h) / h   (Gaussian, h > 0)
+ *   NWATTN_VAR_UNORDERED            1 - lambda if q == x_j, else lambda / (c - 1)
+ *                                   (Aitchison-Aitken; needs c >= 2; statsmodels' default)
+ *   NWATTN_VAR_ORDERED              1 - lambda if q == x_j, else (1 - lambda)/2 · lambda^|q - x_j|
+ *                                   (Wang-van Ryzin; statsmodels' default)
+ *   NWATTN_VAR_UNORDERED_LI_RACINE  1 if q == x_j, else lambda        (R np's regression default)
+ *   NWATTN_VAR_ORDERED_LI_RACINE    lambda^|q - x_j|                   (likewise)
+ * The kernel of a point is the product over the d columns (statsmodels' gpke, var_type 'c',
+ * 'u', 'o'). lambda = 0 is exact matching; lambda at its upper end makes the column irrelevant
+ * (Aitchison-Aitken at (c-1)/c, Li-Racine at 1). */
+typedef enum nwattn_var_type {
+    NWATTN_VAR_CONTINUOUS = 0,
+    NWATTN_VAR_UNORDERED = 1,
+    NWATTN_VAR_ORDERED = 2,
+    NWATTN_VAR_UNORDERED_LI_RACINE = 3,
+    NWATTN_VAR_ORDERED_LI_RACINE = 4
+} nwattn_var_type;
+
+/* Local constant regression with the mixed kernel at m queries: fit[i] = sum_j w_j K_j y_j /
+ * sum_j w_j K_j (observation weights as for nwattn_nw_summary; NULL: all 1), in double. A
+ * query whose weights are all 0 (exact matching on a category no training point has) gets
+ * NaN. types: d values; bandwidths: d floats (h > 0 for continuous columns, lambda in [0, 1]
+ * for the others); y: n floats. n >= 1. Agrees with statsmodels' KernelReg(var_type,
+ * reg_type='lc') to 1e-6 relative. */
+NWATTN_API nwattn_status nwattn_mixed_predict(nwattn_context *ctx, const nwattn_var_type *types,
+                                              const float *bandwidths, size_t m, size_t n,
+                                              size_t d, const float *xq, size_t ldq,
+                                              const float *x, size_t ldx, const float *y,
+                                              const float *obs_weights, double *fit);
+
+/* Leave-one-out CV of that regression at n_bw bandwidth vectors (ldb apart): cv[g] =
+ * sum_i w_i (y_i - yhat_-i(x_i))^2 / sum w (one unit of weight left out; +INFINITY if some
+ * leave-one-out row has no weight). With unit weights it is statsmodels' KernelReg.cv_loo (to
+ * 1e-6). Needs 2 points of positive weight. O(n^2 d) per bandwidth vector. */
+NWATTN_API nwattn_status nwattn_mixed_cv(nwattn_context *ctx, const nwattn_var_type *types,
+                                         size_t n_bw, const float *bandwidths, size_t ldb,
+                                         size_t n, size_t d, const float *x, size_t ldx,
+                                         const float *y, const float *obs_weights, double *cv);
+
+/* The mixed-data density at m queries: f(q) = sum_j w_j prod_k K_k / sum w (continuous factors
+ * normalised, categorical ones as above: statsmodels' KDEMultivariate(var_type) with
+ * 'u' = Aitchison-Aitken and 'o' = Wang-van Ryzin): density (m doubles). loglik (optional,
+ * one double; needs 2 points of positive weight): the mean
+ * leave-one-out log density sum_i w_i log f_-i(x_i) / sum w (likelihood CV, maximise). */
+NWATTN_API nwattn_status nwattn_mixed_kde(nwattn_context *ctx, const nwattn_var_type *types,
+                                          const float *bandwidths, size_t m, size_t n, size_t d,
+                                          const float *xq, size_t ldq, const float *x,
+                                          size_t ldx, const float *obs_weights, double *density,
+                                          double *loglik);
+
 /* ---- The learnable-w model (d2l's parametric attention pooling) --------------------------- */
 /*
  *   yhat_i = sum_j softmax_j(-((xq_i - x_j) w)^2 / 2) y_j        (|.|: Euclidean when d > 1)

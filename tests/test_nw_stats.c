@@ -458,6 +458,112 @@ static void test_bad_inputs(void **state) {
     nwattn_context_destroy(ctx);
 }
 
+/* Mixed data: exact matching (lambda = 0) gives the category means; an irrelevant column
+ * (Aitchison-Aitken at (c-1)/c, Li-Racine at 1) leaves the continuous fit; integer weights
+ * are repeated rows; a categorical density sums to 1 over the categories; bad inputs. */
+static void test_mixed(void **state) {
+    (void)state;
+    nwattn_context *ctx = nt_context(NWATTN_BACKEND_AUTO);
+    enum { N = 24 };
+    float x[N * 3], y[N], w[N], xr[3 * 3 * N], yr[3 * N];
+    nwattn_rng rng;
+    nwattn_rng_seed(&rng, 31);
+    size_t total = 0;
+    for (size_t j = 0; j < N; j++) {
+        x[3 * j] = (float)nwattn_rng_uniform(&rng);
+        x[3 * j + 1] = (float)(j % 3);
+        x[3 * j + 2] = (float)(j % 4);
+        y[j] = (float)(x[3 * j] + (double)(j % 3) + 0.1 * nwattn_rng_normal(&rng));
+        w[j] = (float)(j < 3 ? 1 : j % 3);
+        for (size_t c = 0; c < (size_t)w[j]; c++, total++) {
+            memcpy(xr + 3 * total, x + 3 * j, 3 * sizeof(float));
+            yr[total] = y[j];
+        }
+    }
+    const nwattn_var_type cuo[3] = {NWATTN_VAR_CONTINUOUS, NWATTN_VAR_UNORDERED,
+                                    NWATTN_VAR_ORDERED};
+    const nwattn_var_type u[1] = {NWATTN_VAR_UNORDERED};
+    /* exact matching on the unordered column alone: the category means */
+    const float zero = 0.0f, q[3] = {0.0f, 1.0f, 2.0f};
+    double fit[3];
+    float xu[N];
+    for (size_t j = 0; j < N; j++)
+        xu[j] = x[3 * j + 1];
+    NT_ASSERT_OK(ctx, nwattn_mixed_predict(ctx, u, &zero, 3, N, 1, q, 1, xu, 1, y, NULL, fit));
+    for (size_t c = 0; c < 3; c++) {
+        double mean = 0.0;
+        for (size_t j = c; j < N; j += 3)
+            mean += y[j] / (N / 3.0);
+        nt_close("category mean", c, fit[c], mean, 1e-12, 1e-12);
+    }
+    /* irrelevant categorical columns */
+    const nwattn_var_type li[3] = {NWATTN_VAR_CONTINUOUS, NWATTN_VAR_UNORDERED_LI_RACINE,
+                                   NWATTN_VAR_ORDERED_LI_RACINE};
+    const float h_aa[3] = {0.2f, 2.0f / 3.0f, 0.0f}, h_li[3] = {0.2f, 1.0f, 1.0f};
+    double a[4], b[4], c4[4];
+    NT_ASSERT_OK(ctx, nwattn_mixed_predict(ctx, li, h_li, 4, N, 3, x, 3, x, 3, y, NULL, a));
+    NT_ASSERT_OK(ctx, nwattn_mixed_predict(ctx, cuo, h_li, 4, N, 1, x, 3, x, 3, y, NULL, b));
+    for (size_t i = 0; i < 4; i++)
+        nt_close("Li-Racine lambda 1: irrelevant", i, a[i], b[i], 1e-12, 1e-12);
+    const nwattn_var_type cu[2] = {NWATTN_VAR_CONTINUOUS, NWATTN_VAR_UNORDERED};
+    NT_ASSERT_OK(ctx, nwattn_mixed_predict(ctx, cu, h_aa, 4, N, 2, x, 3, x, 3, y, NULL, c4));
+    for (size_t i = 0; i < 4; i++)
+        nt_close("Aitchison-Aitken (c-1)/c: irrelevant", i, c4[i], b[i], 1e-6, 1e-6);
+    /* weights = repeated rows */
+    const float h[3] = {0.3f, 0.2f, 0.4f};
+    double cvw, cvr, llw, llr, dw[4], dr[4];
+    NT_ASSERT_OK(ctx, nwattn_mixed_predict(ctx, cuo, h, 4, N, 3, x, 3, x, 3, y, w, a));
+    NT_ASSERT_OK(ctx, nwattn_mixed_predict(ctx, cuo, h, 4, total, 3, x, 3, xr, 3, yr, NULL, b));
+    NT_ASSERT_OK(ctx, nwattn_mixed_cv(ctx, cuo, 1, h, 3, N, 3, x, 3, y, w, &cvw));
+    NT_ASSERT_OK(ctx, nwattn_mixed_cv(ctx, cuo, 1, h, 3, total, 3, xr, 3, yr, NULL, &cvr));
+    NT_ASSERT_OK(ctx, nwattn_mixed_kde(ctx, cuo, h, 4, N, 3, x, 3, x, 3, w, dw, &llw));
+    NT_ASSERT_OK(ctx, nwattn_mixed_kde(ctx, cuo, h, 4, total, 3, x, 3, xr, 3, NULL, dr, &llr));
+    for (size_t i = 0; i < 4; i++) {
+        nt_close("mixed weighted vs repeated fit", i, a[i], b[i], 1e-12, 1e-12);
+        nt_close("mixed weighted vs repeated density", i, dw[i], dr[i], 1e-12, 1e-12);
+    }
+    nt_close("mixed weighted vs repeated cv", 0, cvw, cvr, 1e-12, 1e-12);
+    nt_close("mixed weighted vs repeated loglik", 0, llw, llr, 1e-12, 1e-12);
+    /* an Aitchison-Aitken density sums to 1 over the categories */
+    double dens[3];
+    const float lam = 0.3f;
+    NT_ASSERT_OK(ctx, nwattn_mixed_kde(ctx, u, &lam, 3, N, 1, q, 1, xu, 1, NULL, dens, NULL));
+    nt_close("categorical density sums to 1", 0, dens[0] + dens[1] + dens[2], 1.0, 1e-12, 0);
+    /* bad inputs, outputs untouched */
+    double keep[4] = {7, 7, 7, 7};
+    const nwattn_var_type bad_type[3] = {NWATTN_VAR_CONTINUOUS, (nwattn_var_type)9,
+                                         NWATTN_VAR_ORDERED};
+    const float bad_lambda[3] = {0.3f, 1.5f, 0.4f}, bad_h[3] = {-0.3f, 0.5f, 0.4f};
+    NT_ASSERT_STATUS(ctx, nwattn_mixed_predict(ctx, bad_type, h, 4, N, 3, x, 3, x, 3, y, NULL,
+                                               keep),
+                     NWATTN_ERR_BAD_ENUM);
+    NT_ASSERT_STATUS(ctx, nwattn_mixed_predict(ctx, cuo, bad_lambda, 4, N, 3, x, 3, x, 3, y, NULL,
+                                               keep),
+                     NWATTN_ERR_BAD_PARAMETER);
+    NT_ASSERT_STATUS(ctx, nwattn_mixed_predict(ctx, cuo, bad_h, 4, N, 3, x, 3, x, 3, y, NULL,
+                                               keep),
+                     NWATTN_ERR_BAD_PARAMETER);
+    NT_ASSERT_STATUS(ctx, nwattn_mixed_predict(ctx, NULL, h, 4, N, 3, x, 3, x, 3, y, NULL, keep),
+                     NWATTN_ERR_NULL_POINTER);
+    NT_ASSERT_STATUS(ctx, nwattn_mixed_cv(ctx, cuo, 1, h, 3, 1, 3, x, 3, y, NULL, keep),
+                     NWATTN_ERR_DEGENERATE_DATA);
+    float half[3] = {x[0], 0.5f, x[2]};
+    NT_ASSERT_STATUS(ctx, nwattn_mixed_predict(ctx, cuo, h, 1, N, 3, half, 3, x, 3, y, NULL, keep),
+                     NWATTN_ERR_BAD_PARAMETER);
+    float one_level[N];
+    for (size_t j = 0; j < N; j++)
+        one_level[j] = 2.0f;
+    NT_ASSERT_STATUS(ctx, nwattn_mixed_kde(ctx, u, &lam, 3, N, 1, q, 1, one_level, 1, NULL, keep,
+                                           NULL),
+                     NWATTN_ERR_DEGENERATE_DATA);
+    NT_ASSERT_STATUS(ctx, nwattn_mixed_kde(ctx, cuo, h, SIZE_MAX / 4, N, 3, x, 3, x, 3, NULL,
+                                           keep, NULL),
+                     NWATTN_ERR_OVERFLOW);
+    for (size_t i = 0; i < 4; i++)
+        assert_true(keep[i] == 7.0);
+    nwattn_context_destroy(ctx);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_integer_weights_are_repeated_rows),
@@ -467,6 +573,7 @@ int main(void) {
         cmocka_unit_test(test_bootstrap),
         cmocka_unit_test(test_kde),
         cmocka_unit_test(test_bad_inputs),
+        cmocka_unit_test(test_mixed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

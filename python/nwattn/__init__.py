@@ -19,6 +19,7 @@ from ._regression import (BandwidthRule, BandwidthSelection, Dataset, Degree, Em
                           weights_diagnostics, wmodel_evaluate, wmodel_train)
 from ._stats import (Bands, FitSummary, Inference, Variance, kde, kde_cv, kde_select_bandwidth,
                      nw_bootstrap_bands, nw_inference, nw_select_bandwidth_weighted, nw_summary)
+from ._mixed import mixed_cv, mixed_kde, mixed_predict, mixed_select_bandwidth
 from ._sklearn import NWResults
 from ._sklearn import _HAVE_SKLEARN
 if _HAVE_SKLEARN:  # scikit-learn is optional
@@ -57,5 +58,5 @@ __all__ = [
     # statistics (_stats.py)
     "Bands", "FitSummary", "Inference", "Variance", "kde", "kde_cv", "kde_select_bandwidth",
     "nw_bootstrap_bands", "nw_inference", "nw_select_bandwidth_weighted", "nw_summary",
-    "NWResults",
+    "NWResults", "mixed_cv", "mixed_kde", "mixed_predict", "mixed_select_bandwidth",
 ] + (["NadarayaWatson"] if _HAVE_SKLEARN else [])

@@ -211,6 +211,12 @@ PROTOTYPES.update({
     "nwattn_kde": (status_t, (ctx_p, fptr, S, S, S, fptr, S, fptr, S, fptr, c_void_p)),
     "nwattn_kde_cv": (
         status_t, (ctx_p, S, fptr, S, S, S, fptr, S, fptr, c_void_p, c_void_p)),
+    "nwattn_mixed_predict": (
+        status_t, (ctx_p, c_void_p, fptr, S, S, S, fptr, S, fptr, S, fptr, fptr, c_void_p)),
+    "nwattn_mixed_cv": (
+        status_t, (ctx_p, c_void_p, S, fptr, S, S, S, fptr, S, fptr, fptr, c_void_p)),
+    "nwattn_mixed_kde": (
+        status_t, (ctx_p, c_void_p, fptr, S, S, S, fptr, S, fptr, S, fptr, c_void_p, c_void_p)),
 })
 # ---- end of the statistics block ----
 

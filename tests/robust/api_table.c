@@ -609,6 +609,47 @@ static nwattn_status invoke_kde_cv(nwattn_context *ctx, const at_case *c) {
                          F(c, KC_X), LD(c, KC_X), F(c, KC_W), F64(c, KC_LSCV), F64(c, KC_LL));
 }
 
+/* Mixed data: every column of the type param[0] (base: continuous, which random data fit; the
+ * bad-enum class gives the others); the shim builds the types array. */
+enum { MX_MAXD = 64 };
+static void mixed_types(const at_case *c, size_t d, nwattn_var_type *types) {
+    for (size_t k = 0; k < d && k < MX_MAXD; k++)
+        types[k] = (nwattn_var_type)(int)c->param[0];
+}
+
+enum { MP_M, MP_N, MP_D };
+enum { MP_BW, MP_XQ, MP_X, MP_Y, MP_W, MP_FIT };
+
+static nwattn_status invoke_mixed_predict(nwattn_context *ctx, const at_case *c) {
+    nwattn_var_type types[MX_MAXD];
+    mixed_types(c, D(c, MP_D), types);
+    return nwattn_mixed_predict(ctx, types, F(c, MP_BW), D(c, MP_M), D(c, MP_N), D(c, MP_D),
+                                F(c, MP_XQ), LD(c, MP_XQ), F(c, MP_X), LD(c, MP_X), F(c, MP_Y),
+                                F(c, MP_W), F64(c, MP_FIT));
+}
+
+enum { MC_NBW, MC_N, MC_D };
+enum { MC_BW, MC_X, MC_Y, MC_W, MC_CV };
+
+static nwattn_status invoke_mixed_cv(nwattn_context *ctx, const at_case *c) {
+    nwattn_var_type types[MX_MAXD];
+    mixed_types(c, D(c, MC_D), types);
+    return nwattn_mixed_cv(ctx, types, D(c, MC_NBW), F(c, MC_BW), LD(c, MC_BW), D(c, MC_N),
+                           D(c, MC_D), F(c, MC_X), LD(c, MC_X), F(c, MC_Y), F(c, MC_W),
+                           F64(c, MC_CV));
+}
+
+enum { MK_M, MK_N, MK_D };
+enum { MK_BW, MK_XQ, MK_X, MK_W, MK_DENS, MK_LL };
+
+static nwattn_status invoke_mixed_kde(nwattn_context *ctx, const at_case *c) {
+    nwattn_var_type types[MX_MAXD];
+    mixed_types(c, D(c, MK_D), types);
+    return nwattn_mixed_kde(ctx, types, F(c, MK_BW), D(c, MK_M), D(c, MK_N), D(c, MK_D),
+                            F(c, MK_XQ), LD(c, MK_XQ), F(c, MK_X), LD(c, MK_X), F(c, MK_W),
+                            F64(c, MK_DENS), F64(c, MK_LL));
+}
+
 /* ---- nwattn_bandwidth_rule_of_thumb --------------------------------------------------------- */
 enum { RT_N, RT_D };
 enum { RT_X, RT_BW };
@@ -1240,6 +1281,75 @@ const at_fn at_functions[] = {
         NO_MASK,
         NOT_IN_PLACE,
         .invoke = invoke_kde_cv,
+        .finite_data = 1,
+        .agree = agree_identical,
+    },
+    {
+        .name = "nwattn_mixed_predict",
+        .n_dims = 3,
+        .dims = {DIM("m", 4, 1, 9, AT_ZERO_EMPTY),
+                 DIM_ZERO_STATUS_MIN("n", 12, 9, 30, NWATTN_ERR_DEGENERATE_DATA, 4),
+                 DIM("d", 2, 1, 3, AT_ZERO_INVALID)},
+        .batch_dim = -1,
+        .n_ops = 6,
+        .ops = {{"bandwidths", AT_IN, AT_F32, AT_FILL_POSITIVE, ONE, ONE, EXT(MP_D), 0, NULL},
+                {"xq", AT_IN, AT_F32, AT_FILL_DATA, ONE, EXT(MP_M), EXT(MP_D), AT_HAS_LD, NULL},
+                {"x", AT_IN, AT_F32, AT_FILL_DATA, ONE, EXT(MP_N), EXT(MP_D), AT_HAS_LD, NULL},
+                {"y", AT_IN, AT_F32, AT_FILL_DATA, ONE, ONE, EXT(MP_N), 0, NULL},
+                {"obs_weights", AT_IN_OPT, AT_F32, AT_FILL_NONNEG, ONE, ONE, EXT(MP_N), 0, NULL},
+                {"fit", AT_OUT, AT_F64, AT_FILL_DATA, ONE, ONE, EXT(MP_M), 0, NULL}},
+        NO_SCORE,
+        NO_MASK,
+        .n_params = 1,
+        .params = {{"types", AT_PARAM_ENUM, 0, 5}},
+        NOT_IN_PLACE,
+        .invoke = invoke_mixed_predict,
+        .finite_data = 1,
+        .agree = agree_identical,
+    },
+    {
+        .name = "nwattn_mixed_cv",
+        .n_dims = 3,
+        .dims = {DIM("n_bw", 3, 1, 5, AT_ZERO_EMPTY),
+                 DIM_ZERO_STATUS_MIN("n", 12, 9, 30, NWATTN_ERR_DEGENERATE_DATA, 6),
+                 DIM("d", 2, 1, 3, AT_ZERO_INVALID)},
+        .batch_dim = -1,
+        .n_ops = 5,
+        .ops = {{"bandwidths", AT_IN, AT_F32, AT_FILL_POSITIVE, ONE, EXT(MC_NBW), EXT(MC_D),
+                 AT_HAS_LD, NULL},
+                {"x", AT_IN, AT_F32, AT_FILL_DATA, ONE, EXT(MC_N), EXT(MC_D), AT_HAS_LD, NULL},
+                {"y", AT_IN, AT_F32, AT_FILL_DATA, ONE, ONE, EXT(MC_N), 0, NULL},
+                {"obs_weights", AT_IN_OPT, AT_F32, AT_FILL_NONNEG, ONE, ONE, EXT(MC_N), 0, NULL},
+                {"cv", AT_OUT, AT_F64, AT_FILL_DATA, ONE, ONE, EXT(MC_NBW), 0, NULL}},
+        NO_SCORE,
+        NO_MASK,
+        .n_params = 1,
+        .params = {{"types", AT_PARAM_ENUM, 0, 5}},
+        NOT_IN_PLACE,
+        .invoke = invoke_mixed_cv,
+        .finite_data = 1,
+        .agree = agree_identical,
+    },
+    {
+        .name = "nwattn_mixed_kde",
+        .n_dims = 3,
+        .dims = {DIM("m", 4, 1, 9, AT_ZERO_DEFINED),
+                 DIM_ZERO_STATUS_MIN("n", 12, 9, 30, NWATTN_ERR_DEGENERATE_DATA, 4),
+                 DIM("d", 2, 1, 3, AT_ZERO_INVALID)},
+        .batch_dim = -1,
+        .n_ops = 6,
+        .ops = {{"bandwidths", AT_IN, AT_F32, AT_FILL_POSITIVE, ONE, ONE, EXT(MK_D), 0, NULL},
+                {"xq", AT_IN, AT_F32, AT_FILL_DATA, ONE, EXT(MK_M), EXT(MK_D), AT_HAS_LD, NULL},
+                {"x", AT_IN, AT_F32, AT_FILL_DATA, ONE, EXT(MK_N), EXT(MK_D), AT_HAS_LD, NULL},
+                {"obs_weights", AT_IN_OPT, AT_F32, AT_FILL_NONNEG, ONE, ONE, EXT(MK_N), 0, NULL},
+                {"density", AT_OUT, AT_F64, AT_FILL_DATA, ONE, ONE, EXT(MK_M), 0, NULL},
+                {"loglik", AT_OUT_OPT, AT_F64, AT_FILL_DATA, ONE, ONE, ONE, 0, NULL}},
+        NO_SCORE,
+        NO_MASK,
+        .n_params = 1,
+        .params = {{"types", AT_PARAM_ENUM, 0, 5}},
+        NOT_IN_PLACE,
+        .invoke = invoke_mixed_kde,
         .finite_data = 1,
         .agree = agree_identical,
     },
