@@ -624,7 +624,8 @@ NWATTN_API nwattn_status nwattn_nw_select_bandwidth(nwattn_context *ctx,
  * The functions of this part treat one response (y: n floats) and work in double on every
  * backend, one query row after another on the calling thread, O(n) per query row (O(n^2) for
  * the training-set summaries): the statistics of the fit, not its fast path. The fit itself is
- * nwattn_nw_predict's reference path (same kernels, degrees, singular test and fallback).
+ * nwattn_nw_predict's reference path (same kernels, degrees, singular test and fallback);
+ * model->empty is checked but unused: a row without weight (a compact kernel) is NaN.
  *
  * Observation weights (obs_weights: n finite values >= 0, NULL: all 1; survey, importance or
  * frequency weights) multiply each training point's kernel weight: local constant

@@ -94,7 +94,7 @@ nwattn_status nwattn_nw_bootstrap_bands(nwattn_context *ctx, const nwattn_regres
     pass.resid2 = pass.leverage + n;
     double *v = pass.resid2 + n, *a = v + n, *fit = a + mn, *delta = fit + m, *sd = delta + bm,
            *tmax = sd + m, *column = tmax + replicates;
-    nw_training_run(&sm, &pass, ell);
+    nw_training_run(&sm, &pass, ell, 0);
     /* e_j: the corrected residual with the raw residual's sign */
     for (size_t j = 0; j < n; j++) {
         const double r = (double)y[j] - pass.fitted[j];

@@ -43,7 +43,7 @@ nwattn_status nwattn_nw_summary(nwattn_context *ctx, const nwattn_regression *mo
     pass.fitted = ell + n;
     pass.leverage = pass.fitted + n;
     pass.resid2 = pass.leverage + n;
-    nw_training_run(&sm, &pass, ell);
+    nw_training_run(&sm, &pass, ell, 1);
     *summary = pass.summary;
     for (size_t i = 0; i < n; i++) {
         if (fitted != NULL)
@@ -125,7 +125,7 @@ nwattn_status nwattn_nw_inference(nwattn_context *ctx, const nwattn_regression *
     pass.leverage = pass.fitted + n;
     pass.resid2 = pass.leverage + n;
     if (want_se)
-        nw_training_run(&sm, &pass, ell);
+        nw_training_run(&sm, &pass, ell, 0);
     const double sigma2 = want_se ? pass.summary.sigma2 : 0.0;
     const double *resid2 = variance == NWATTN_VARIANCE_HETEROSCEDASTIC ? pass.resid2 : NULL;
     for (size_t i = 0; i < m; i++) {

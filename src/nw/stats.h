@@ -46,8 +46,9 @@ typedef struct nw_training_pass {
     double *resid2;   /* n: r_i^2 corrected to be unbiased (the heteroscedastic variances) */
 } nw_training_pass;
 
-/* Doubles the pass needs beyond its three n-arrays: one smoother row (n). */
-void nw_training_run(nw_smoother *sm, nw_training_pass *pass, double *ell);
+/* Fills the pass, with ell (n doubles) as scratch; with_cv also the leave-one-out CV (twice
+ * the work; summary.cv is NaN without it). */
+void nw_training_run(nw_smoother *sm, nw_training_pass *pass, double *ell, int with_cv);
 
 /* Shared argument checks of the inference functions: the model (dv = 1), x, y, obs_weights,
  * bandwidths registered on call; after nw_check_disjoint, nw_check_stats_values. */

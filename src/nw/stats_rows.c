@@ -74,7 +74,7 @@ static double dot_y(const nw_smoother *sm, const double *ell) {
     return sum;
 }
 
-void nw_training_run(nw_smoother *sm, nw_training_pass *pass, double *ell) {
+void nw_training_run(nw_smoother *sm, nw_training_pass *pass, double *ell, int with_cv) {
     const size_t n = sm->n, d = sm->model.d;
     nwattn_fit_summary *sum = &pass->summary;
     double total_w = 0.0, trace = 0.0, trace2 = 0.0, rss = 0.0, cv = 0.0, wy = 0.0;
@@ -96,6 +96,8 @@ void nw_training_run(nw_smoother *sm, nw_training_pass *pass, double *ell) {
         trace += ell[i];
         trace2 += w * sq;
         rss += w * r * r;
+        if (!with_cv)
+            continue;
         /* leave one unit of weight out */
         unsigned f = nw_smoother_row(sm, xi, i, w - fmin(1.0, w), ell, NULL);
         flagged += f != 0;
@@ -129,7 +131,7 @@ void nw_training_run(nw_smoother *sm, nw_training_pass *pass, double *ell) {
     sum->dof_resid = total_w - 2.0 * trace + trace2;
     sum->sigma2 = sum->dof_resid > 0.0 ? rss / sum->dof_resid : (double)NAN;
     sum->rss = rss;
-    sum->cv = cv / total_w;
+    sum->cv = with_cv ? cv / total_w : (double)NAN;
     sum->flagged_rows = flagged;
 }
 
