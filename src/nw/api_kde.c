@@ -2,38 +2,16 @@
  * likelihood cross-validation objectives, in double. */
 #include <math.h>
 
-#include "nw.h"
-
-#define INV_SQRT_2PI 0.3989422804014327
+#include "stats.h"
 
 /* prod_k phi((a_k - b_k) / h_k) / h_k for bandwidths scaled by `scale` (1, or sqrt 2 for the
  * convolution of two kernels). */
 static double product_kernel(size_t d, const float *a, const float *b, const float *h,
                              double scale) {
-    double t = 0.0, norm = 1.0;
-    for (size_t k = 0; k < d; k++) {
-        const double hk = scale * (double)h[k], u = ((double)a[k] - (double)b[k]) / hk;
-        t += u * u;
-        norm *= INV_SQRT_2PI / hk;
-    }
-    return norm * exp(-0.5 * t);
-}
-
-static double weight_of(const float *obs, size_t j) { return obs != NULL ? (double)obs[j] : 1.0; }
-
-/* Checks obs (finite, >= 0) and returns the number of points of positive weight. */
-static nwattn_status check_obs(nwattn_context *ctx, const float *obs, size_t n, size_t *positive) {
-    *positive = n;
-    if (obs == NULL)
-        return NWATTN_OK;
-    *positive = 0;
-    for (size_t j = 0; j < n; j++) {
-        if (!(isfinite(obs[j]) && obs[j] >= 0.0f))
-            return nw_fail(ctx, NWATTN_ERR_BAD_PARAMETER,
-                           "obs_weights[%zu] = %g is not finite and >= 0", j, (double)obs[j]);
-        *positive += obs[j] > 0.0f;
-    }
-    return NWATTN_OK;
+    double k = 1.0;
+    for (size_t c = 0; c < d; c++)
+        k *= nw_gauss_density((double)a[c] - (double)b[c], scale * (double)h[c]);
+    return k;
 }
 
 nwattn_status nwattn_kde(nwattn_context *ctx, const float *bandwidths, size_t m, size_t n,
@@ -54,18 +32,14 @@ nwattn_status nwattn_kde(nwattn_context *ctx, const float *bandwidths, size_t m,
     NW_TRY(nw_check_bandwidths(ctx, "bandwidths", bandwidths, d));
     NW_TRY(nw_check_finite(ctx, "x", x, n, d, ldx));
     NW_TRY(nw_check_finite(ctx, "xq", xq, m, d, ldq));
-    size_t positive;
-    NW_TRY(check_obs(ctx, obs_weights, n, &positive));
-    if (positive == 0)
-        return nw_fail(ctx, NWATTN_ERR_DEGENERATE_DATA, "no point has a positive weight (n = %zu)",
-                       n);
+    NW_TRY(nw_check_obs_weights(ctx, obs_weights, n, 1));
     double total = 0.0;
     for (size_t j = 0; j < n; j++)
-        total += weight_of(obs_weights, j);
+        total += nw_obs_weight(obs_weights, j);
     for (size_t i = 0; i < m; i++) {
         double sum = 0.0;
         for (size_t j = 0; j < n; j++) {
-            const double w = weight_of(obs_weights, j);
+            const double w = nw_obs_weight(obs_weights, j);
             if (w > 0.0)
                 sum += w * product_kernel(d, xq + i * ldq, x + j * ldx, bandwidths, 1.0);
         }
@@ -95,25 +69,21 @@ nwattn_status nwattn_kde_cv(nwattn_context *ctx, size_t n_bw, const float *bandw
     for (size_t g = 0; g < n_bw; g++)
         NW_TRY(nw_check_bandwidths(ctx, "bandwidths", bandwidths + g * ldb, d));
     NW_TRY(nw_check_finite(ctx, "x", x, n, d, ldx));
-    size_t positive;
-    NW_TRY(check_obs(ctx, obs_weights, n, &positive));
-    if (positive < 2)
-        return nw_fail(ctx, NWATTN_ERR_DEGENERATE_DATA,
-                       "%zu points have a positive weight; cross-validation needs 2", positive);
+    NW_TRY(nw_check_obs_weights(ctx, obs_weights, n, 2));
     double total = 0.0;
     for (size_t j = 0; j < n; j++)
-        total += weight_of(obs_weights, j);
+        total += nw_obs_weight(obs_weights, j);
     for (size_t g = 0; g < n_bw; g++) {
         const float *h = bandwidths + g * ldb;
         double integral = 0.0, loo = 0.0, ll = 0.0;
         for (size_t i = 0; i < n; i++) {
-            const double wi = weight_of(obs_weights, i);
+            const double wi = nw_obs_weight(obs_weights, i);
             if (!(wi > 0.0))
                 continue;
             const float *xi = x + i * ldx;
             double conv = 0.0, sum = 0.0;
             for (size_t j = 0; j < n; j++) {
-                const double wj = weight_of(obs_weights, j);
+                const double wj = nw_obs_weight(obs_weights, j);
                 if (!(wj > 0.0))
                     continue;
                 conv += wj * product_kernel(d, xi, x + j * ldx, h, sqrt(2.0));

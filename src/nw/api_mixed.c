@@ -2,9 +2,7 @@
  * unordered and ordered categorical columns (statsmodels' gpke), in double. */
 #include <math.h>
 
-#include "nw.h"
-
-#define INV_SQRT_2PI 0.3989422804014327
+#include "stats.h"
 
 /* The validated problem. */
 typedef struct mixed {
@@ -17,10 +15,8 @@ typedef struct mixed {
 static double column_kernel(nwattn_var_type type, double h, double levels, double a, double b) {
     const double dist = fabs(a - b);
     switch (type) {
-    case NWATTN_VAR_CONTINUOUS: {
-        const double u = (a - b) / h;
-        return INV_SQRT_2PI / h * exp(-0.5 * u * u);
-    }
+    case NWATTN_VAR_CONTINUOUS:
+        return nw_gauss_density(a - b, h);
     case NWATTN_VAR_UNORDERED:
         return dist == 0.0 ? 1.0 - h : h / (levels - 1.0);
     case NWATTN_VAR_ORDERED:
@@ -40,8 +36,6 @@ static double kernel(const mixed *mx, const float *h, const float *q, const floa
                            (double)xj[c]);
     return k;
 }
-
-static double weight_of(const float *obs, size_t j) { return obs != NULL ? (double)obs[j] : 1.0; }
 
 /* ---- Checks ---------------------------------------------------------------------------------- */
 static nwattn_status check_types(nwattn_context *ctx, const nwattn_var_type *types, size_t d) {
@@ -77,23 +71,6 @@ static nwattn_status check_values(nwattn_context *ctx, const char *name,
                                "%s[%zu][%zu] = %g is in a categorical column but not an integer "
                                "code",
                                name, i, c, (double)a[i * ld + c]);
-    return NWATTN_OK;
-}
-
-static nwattn_status check_obs(nwattn_context *ctx, const float *obs, size_t n, size_t need) {
-    size_t positive = n;
-    if (obs != NULL) {
-        positive = 0;
-        for (size_t j = 0; j < n; j++) {
-            if (!(isfinite(obs[j]) && obs[j] >= 0.0f))
-                return nw_fail(ctx, NWATTN_ERR_BAD_PARAMETER,
-                               "obs_weights[%zu] = %g is not finite and >= 0", j, (double)obs[j]);
-            positive += obs[j] > 0.0f;
-        }
-    }
-    if (positive < need)
-        return nw_fail(ctx, NWATTN_ERR_DEGENERATE_DATA,
-                       "%zu points have a positive weight; %zu are needed", positive, need);
     return NWATTN_OK;
 }
 
@@ -161,13 +138,13 @@ nwattn_status nwattn_mixed_predict(nwattn_context *ctx, const nwattn_var_type *t
     NW_TRY(check_values(ctx, "x", types, x, n, d, ldx));
     NW_TRY(check_values(ctx, "xq", types, xq, m, d, ldq));
     NW_TRY(nw_check_finite(ctx, "y", y, 1, n, n));
-    NW_TRY(check_obs(ctx, obs_weights, n, 1));
+    NW_TRY(nw_check_obs_weights(ctx, obs_weights, n, 1));
     mixed mx;
     NW_TRY(prepare(ctx, &mx, types, n, d, x, ldx));
     for (size_t i = 0; i < m; i++) {
         double num = 0.0, den = 0.0;
         for (size_t j = 0; j < n; j++) {
-            const double w = weight_of(obs_weights, j);
+            const double w = nw_obs_weight(obs_weights, j);
             if (!(w > 0.0))
                 continue;
             const double k = w * kernel(&mx, bandwidths, xq + i * ldq, x + j * ldx);
@@ -196,19 +173,19 @@ nwattn_status nwattn_mixed_cv(nwattn_context *ctx, const nwattn_var_type *types,
         NW_TRY(check_bandwidths(ctx, types, bandwidths + g * ldb, d, g));
     NW_TRY(check_values(ctx, "x", types, x, n, d, ldx));
     NW_TRY(nw_check_finite(ctx, "y", y, 1, n, n));
-    NW_TRY(check_obs(ctx, obs_weights, n, 2));
+    NW_TRY(nw_check_obs_weights(ctx, obs_weights, n, 2));
     mixed mx;
     NW_TRY(prepare(ctx, &mx, types, n, d, x, ldx));
     for (size_t g = 0; g < n_bw; g++) {
         const float *h = bandwidths + g * ldb;
         double sum = 0.0, total = 0.0;
         for (size_t i = 0; i < n; i++) {
-            const double wi = weight_of(obs_weights, i);
+            const double wi = nw_obs_weight(obs_weights, i);
             if (!(wi > 0.0))
                 continue;
             double num = 0.0, den = 0.0;
             for (size_t j = 0; j < n; j++) {
-                double w = weight_of(obs_weights, j);
+                double w = nw_obs_weight(obs_weights, j);
                 if (j == i)
                     w -= fmin(1.0, wi); /* one unit of weight left out */
                 if (!(w > 0.0))
@@ -244,16 +221,16 @@ nwattn_status nwattn_mixed_kde(nwattn_context *ctx, const nwattn_var_type *types
     NW_TRY(check_bandwidths(ctx, types, bandwidths, d, 0));
     NW_TRY(check_values(ctx, "x", types, x, n, d, ldx));
     NW_TRY(check_values(ctx, "xq", types, xq, m, d, ldq));
-    NW_TRY(check_obs(ctx, obs_weights, n, loglik != NULL ? 2 : 1));
+    NW_TRY(nw_check_obs_weights(ctx, obs_weights, n, loglik != NULL ? 2 : 1));
     mixed mx;
     NW_TRY(prepare(ctx, &mx, types, n, d, x, ldx));
     double total = 0.0;
     for (size_t j = 0; j < n; j++)
-        total += weight_of(obs_weights, j);
+        total += nw_obs_weight(obs_weights, j);
     for (size_t i = 0; i < m; i++) {
         double sum = 0.0;
         for (size_t j = 0; j < n; j++) {
-            const double w = weight_of(obs_weights, j);
+            const double w = nw_obs_weight(obs_weights, j);
             if (w > 0.0)
                 sum += w * kernel(&mx, bandwidths, xq + i * ldq, x + j * ldx);
         }
@@ -262,12 +239,12 @@ nwattn_status nwattn_mixed_kde(nwattn_context *ctx, const nwattn_var_type *types
     if (loglik != NULL) {
         double ll = 0.0;
         for (size_t i = 0; i < n; i++) {
-            const double wi = weight_of(obs_weights, i);
+            const double wi = nw_obs_weight(obs_weights, i);
             if (!(wi > 0.0))
                 continue;
             double sum = 0.0;
             for (size_t j = 0; j < n; j++) {
-                const double w = weight_of(obs_weights, j);
+                const double w = nw_obs_weight(obs_weights, j);
                 if (w > 0.0)
                     sum += w * kernel(&mx, bandwidths, x + i * ldx, x + j * ldx);
             }

@@ -4,6 +4,8 @@
 #ifndef NWATTN_NW_STATS_H
 #define NWATTN_NW_STATS_H
 
+#include <math.h>
+
 #include "nw.h"
 
 /* One response (dv = 1), the reference engine, observation weights. */
@@ -25,8 +27,15 @@ void nw_smoother_init(nw_smoother *sm, const nw_model *model, size_t n, const fl
                       size_t ldx, const float *y, const float *obs, const float *h, double *mem);
 
 /* The observation weight of point j (1 without weights). */
-static inline double nw_obs(const nw_smoother *sm, size_t j) {
-    return sm->obs != NULL ? (double)sm->obs[j] : 1.0;
+static inline double nw_obs_weight(const float *obs, size_t j) {
+    return obs != NULL ? (double)obs[j] : 1.0;
+}
+static inline double nw_obs(const nw_smoother *sm, size_t j) { return nw_obs_weight(sm->obs, j); }
+
+/* The N(0, h^2) density at distance diff: the continuous kernel of every density here. */
+static inline double nw_gauss_density(double diff, double h) {
+    const double u = diff / h;
+    return 0.3989422804014327 / h * exp(-0.5 * u * u); /* 1 / sqrt(2 pi) */
 }
 
 /* The smoother weights at q (n doubles in ell; dell: d×n, optional) with point skip weighing
@@ -57,5 +66,8 @@ nwattn_status nw_check_stats_inputs(nw_call *call, const nwattn_regression *mode
                                     size_t ldx, const float *y, const float *obs, nw_model *mod);
 nwattn_status nw_check_stats_values(nwattn_context *ctx, const float *bandwidths, size_t n,
                                     size_t d, const float *x, size_t ldx, const float *obs);
+/* Every observation weight finite and >= 0 (NULL: all 1), and at least `need` of them > 0. */
+nwattn_status nw_check_obs_weights(nwattn_context *ctx, const float *obs, size_t n, size_t need);
+
 
 #endif /* NWATTN_NW_STATS_H */

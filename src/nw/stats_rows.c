@@ -150,6 +150,11 @@ nwattn_status nw_check_stats_inputs(nw_call *call, const nwattn_regression *mode
 nwattn_status nw_check_stats_values(nwattn_context *ctx, const float *bandwidths, size_t n,
                                     size_t d, const float *x, size_t ldx, const float *obs) {
     NW_TRY(nw_check_bandwidths(ctx, "bandwidths", bandwidths, d));
+    NW_TRY(nw_check_obs_weights(ctx, obs, n, 3));
+    return nw_check_spread(ctx, n, d, x, ldx, 3);
+}
+
+nwattn_status nw_check_obs_weights(nwattn_context *ctx, const float *obs, size_t n, size_t need) {
     size_t positive = n;
     if (obs != NULL) {
         positive = 0;
@@ -160,8 +165,8 @@ nwattn_status nw_check_stats_values(nwattn_context *ctx, const float *bandwidths
             positive += obs[j] > 0.0f;
         }
     }
-    if (positive < 3)
+    if (positive < need)
         return nw_fail(ctx, NWATTN_ERR_DEGENERATE_DATA,
-                       "%zu points have a positive weight; the statistics need 3", positive);
-    return nw_check_spread(ctx, n, d, x, ldx, 3);
+                       "%zu points have a positive weight; %zu are needed", positive, need);
+    return NWATTN_OK;
 }
