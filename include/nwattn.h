@@ -666,7 +666,7 @@ typedef enum nwattn_variance {
 
 /* Summaries of the fit on its own training set at bandwidths h. */
 typedef struct nwattn_fit_summary {
-    double r2;          /* 1 - sum w r^2 / sum w (y - ybar_w)^2 */
+    double r2;          /* 1 - sum w r^2 / sum w (y - ybar_w)^2 (NaN when y is constant) */
     double r2_corr;     /* squared correlation of y and yhat (statsmodels' KernelReg.r_squared and
                            R np's R^2, unweighted; centred at the mean of yhat as statsmodels) */
     double dof;         /* effective degrees of freedom: tr L = sum_i l_i(x_i) */

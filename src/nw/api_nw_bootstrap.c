@@ -76,7 +76,7 @@ nwattn_status nwattn_nw_bootstrap_bands(nwattn_context *ctx, const nwattn_regres
     const size_t base_doubles = nw_smoother_doubles(&mod);
     if (base_doubles == SIZE_MAX || !nw_mul(m, n, &mn) || !nw_mul(replicates, m, &bm) ||
         !nw_add(base_doubles, mn, &doubles) || !nw_add(doubles, bm, &doubles) ||
-        n > SIZE_MAX / 8 || m > SIZE_MAX / 8 || replicates > SIZE_MAX / 8 ||
+        n > SIZE_MAX / 16 || m > SIZE_MAX / 16 || replicates > SIZE_MAX / 16 ||
         !nw_add(doubles, 5 * n + 2 * m + 2 * replicates, &doubles) ||
         !nw_mul(doubles, sizeof(double), &bytes))
         return nw_fail(ctx, NWATTN_ERR_OVERFLOW,
