@@ -11,7 +11,7 @@ import math
 import numpy as np
 
 from . import _arrays as A
-from ._capi import C, Mask, Score
+from ._capi import C, Mask, Score, enum_value, size
 from ._context import resolve
 from ._errors import check
 
@@ -34,13 +34,8 @@ class MaskFlag(enum.IntFlag):
 
 
 def _score_kind(kind):
-    if isinstance(kind, str):
-        try:
-            return ScoreKind[kind.upper()]
-        except KeyError:
-            raise ValueError(f"unknown score {kind!r}; expected 'dot', 'gaussian', "
-                             "'laplace' or 'cosine'") from None
-    return int(kind)  # unknown numbers are the C library's to refuse (NWATTN_ERR_BAD_ENUM)
+    # unknown numbers in int range are the C library's to refuse (NWATTN_ERR_BAD_ENUM)
+    return enum_value(ScoreKind, kind, "score")
 
 
 def make_score(kind, scale, bandwidth, bandwidths, d):
@@ -284,9 +279,7 @@ def average_pool(v, m=None, *, valid_lens=None, causal=False, leave_one_out=Fals
         if out is None:
             raise TypeError("average_pool: give m (the number of queries) or out")
         m = np.shape(out)[-2]
-    m = int(m)
-    if m < 0:
-        raise ValueError(f"m = {m} must be >= 0")
+    m = size(m, "m")
     masks = _MaskArgs(m, n, valid_lens, causal, leave_one_out, additive, keep)
     batch = A.broadcast_batch([("v", v.shape[:-2])] + masks.batch_shapes())
     mask, alive = masks.build(batch)

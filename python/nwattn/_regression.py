@@ -12,7 +12,8 @@ import enum
 import numpy as np
 
 from . import _arrays as A
-from ._capi import C, CvOptions, CvReport, Regression, Rng as _RngStruct, Sgd
+from ._capi import (C, CvOptions, CvReport, Regression, Rng as _RngStruct, Sgd, enum_value, size,
+                    uint64)
 from ._context import resolve
 from ._core import _MaskArgs
 from ._errors import check
@@ -60,14 +61,8 @@ _ALIASES = {"constant": "LOCAL_CONSTANT", "linear": "LOCAL_LINEAR", "nw": "LOCAL
 
 
 def _enum(cls, value, name):
-    if isinstance(value, str):
-        key = _ALIASES.get(value.lower(), value).upper()
-        try:
-            return cls[key]
-        except KeyError:
-            raise ValueError(f"unknown {name} {value!r}; expected one of "
-                             f"{', '.join(m.name.lower() for m in cls)}") from None
-    return int(value)  # numbers go to the C library, which refuses unknown ones
+    # numbers in int range go to the C library, which refuses unknown ones
+    return enum_value(cls, value, name, _ALIASES)
 
 
 def _model(kernel, degree, empty):
@@ -88,8 +83,15 @@ def _points(x, name):
 
 
 def _bandwidths(h, d, name="bandwidth"):
-    bw = np.ascontiguousarray(np.broadcast_to(A.float_input(h, name, min_ndim=0), (d,)))
-    return bw
+    """One bandwidth for every dimension, or d of them, as a dense (d,) float32 array."""
+    bw = A.float_input(h, name, min_ndim=0)
+    if bw.ndim > 1:
+        raise ValueError(f"{name}: shape {bw.shape}; give one value or d = {d} values "
+                         "(one per feature)")
+    if bw.size not in (1, d):
+        raise ValueError(f"{name}: {bw.size} values given, expected 1 or d = {d} (one per "
+                         "feature)")
+    return np.ascontiguousarray(np.broadcast_to(bw.reshape(-1), (d,)))
 
 
 def _double_out(shape):
@@ -192,11 +194,16 @@ def bandwidth_rule_of_thumb(x, rule="normal_reference", *, ctx=None):
     return out
 
 
+def _default_options():
+    opts = CvOptions()
+    C.nwattn_cv_options_default(ctypes.byref(opts))
+    return opts
+
+
 def cv_options_default():
     """``nwattn_cv_options_default``: the search's defaults, as a dict of keyword arguments of
     :func:`select_bandwidth`."""
-    opts = CvOptions()
-    C.nwattn_cv_options_default(ctypes.byref(opts))
+    opts = _default_options()
     return {"grid_points": opts.grid_points, "scale_min": opts.scale_min,
             "scale_max": opts.scale_max, "start": None,
             "max_evaluations": opts.max_evaluations, "tolerance": opts.tolerance}
@@ -221,15 +228,17 @@ def select_bandwidth(x, y, *, kernel="gaussian", degree="constant", grid_points=
     yo, ny, dv, _ = _points(y, "y")
     if ny != n:
         raise ValueError(f"x has {n} points but y has {ny}")
-    opts = CvOptions()
-    C.nwattn_cv_options_default(ctypes.byref(opts))
-    for field, value in (("grid_points", grid_points), ("scale_min", scale_min),
-                         ("scale_max", scale_max), ("max_evaluations", max_evaluations),
+    opts = _default_options()
+    for field, value in (("grid_points", grid_points), ("max_evaluations", max_evaluations)):
+        if value is not None:
+            setattr(opts, field, size(value, field))
+    for field, value in (("scale_min", scale_min), ("scale_max", scale_max),
                          ("tolerance", tolerance)):
         if value is not None:
-            if field in ("grid_points", "max_evaluations") and int(value) < 0:
-                raise ValueError(f"{field} must be >= 0")
-            setattr(opts, field, value)
+            setattr(opts, field, float(value))
+    # Zero fields mean "the default" in C, which then writes the default number of curve
+    # points: size the curve from what C will use, never from the 0.
+    points = opts.grid_points or _default_options().grid_points
     start_arr = None
     if start is not None:
         start_arr = _bandwidths(start, d, "start")
@@ -237,8 +246,8 @@ def select_bandwidth(x, y, *, kernel="gaussian", degree="constant", grid_points=
     model = _model(kernel, degree, "nearest")
     bw = np.empty(d, A.F32)
     report = CvReport()
-    scales = np.empty(opts.grid_points, A.F32)
-    curve = np.empty(opts.grid_points, np.float64)
+    scales = np.empty(points, A.F32)
+    curve = np.empty(points, np.float64)
     h = ctx.handle
     check(C.nwattn_nw_select_bandwidth(h, ctypes.byref(model), n, d, dv, xo.ptr, xo.ld, yo.ptr,
                                        yo.ld, ctypes.byref(opts), bw.ctypes.data,
@@ -298,9 +307,7 @@ def wmodel_train(x, y, w, *, learning_rate, epochs, ctx=None):
     yo, ny, dv, _ = _points(y, "y")
     if ny != n:
         raise ValueError(f"x has {n} points but y has {ny}")
-    epochs = int(epochs)
-    if epochs < 0:
-        raise ValueError("epochs must be >= 0")
+    epochs = size(epochs, "epochs")
     sgd = Sgd(learning_rate, epochs)
     w_c = ctypes.c_float(w)
     losses = np.empty(epochs, np.float64)
@@ -334,7 +341,7 @@ class Rng:
         self.seed(seed)
 
     def seed(self, seed):
-        C.nwattn_rng_seed(ctypes.byref(self._struct), int(seed) & (2 ** 64 - 1))
+        C.nwattn_rng_seed(ctypes.byref(self._struct), uint64(seed, "seed"))
 
     @property
     def state(self):
@@ -342,7 +349,7 @@ class Rng:
 
     @state.setter
     def state(self, value):
-        self._struct.state = int(value) & (2 ** 64 - 1)
+        self._struct.state = uint64(value, "state")
 
     def next(self):
         """The next 64-bit value (``nwattn_rng_next``)."""
@@ -372,9 +379,7 @@ def dataset_generate(dataset, n, rng, *, ctx=None):
     ctx = resolve(ctx)
     if not isinstance(rng, Rng):
         raise TypeError(f"rng: expected nwattn.Rng, got {type(rng).__name__}")
-    n = int(n)
-    if n < 0:
-        raise ValueError("n must be >= 0")
+    n = size(n, "n")
     x, y = np.empty(n, A.F32), np.empty(n, A.F32)
     h = ctx.handle
     check(C.nwattn_dataset_generate(h, _enum(Dataset, dataset, "dataset"),
