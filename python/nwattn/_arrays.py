@@ -55,6 +55,9 @@ def keep_input(x, name):
 
 def broadcast_batch(named_shapes):
     """The common batch shape of [(name, batch shape)], by numpy's broadcasting rules."""
+    first = named_shapes[0][1]
+    if all(shape == first for _, shape in named_shapes):
+        return first  # the common case, without numpy's general (and slow) rules
     try:
         return np.broadcast_shapes(*(shape for _, shape in named_shapes))
     except ValueError:

@@ -14,7 +14,8 @@ import numpy as np
 from . import _arrays as A
 from ._capi import (C, CvOptions, CvReport, Regression, Rng as _RngStruct, Sgd, enum_value, size,
                     uint64)
-from ._context import resolve
+from ._context import handle_of
+from ._fastpath import ext as _fast
 from ._core import _MaskArgs
 from ._errors import check
 
@@ -84,6 +85,8 @@ def _points(x, name):
 
 def _bandwidths(h, d, name="bandwidth"):
     """One bandwidth for every dimension, or d of them, as a dense (d,) float32 array."""
+    if type(h) is float:  # the common case, without numpy
+        return np.full(d, h, A.F32)
     bw = A.float_input(h, name, min_ndim=0)
     if bw.ndim > 1:
         raise ValueError(f"{name}: shape {bw.shape}; give one value or d = {d} values "
@@ -110,7 +113,12 @@ def nw_predict(xq, x, y, bandwidth, *, kernel="gaussian", degree="constant", emp
     Returns the predictions ((m,) for 1-D y, else (m, dv)), or a tuple with the extras
     requested in the order (predictions, weights, row_flags).
     """
-    ctx = resolve(ctx)
+    if _fast is not None:  # the compiled path (see _fastpath.py); NotImplemented: not plain
+        r = _fast.nw_predict(xq, x, y, bandwidth, kernel, degree, empty, weights, row_flags, out,
+                           ctx)
+        if r is not NotImplemented:
+            return r
+    h = handle_of(ctx)
     xo, n, d, _ = _points(x, "x")
     qo, m, dq, _ = _points(xq, "xq")
     if dq != d:
@@ -131,7 +139,6 @@ def nw_predict(xq, x, y, bandwidth, *, kernel="gaussian", degree="constant", emp
     if weights is not None and weights is not False:
         wo = A.output_operand(None if weights is True else weights, (m, n), "weights")
     flags = np.zeros(m, np.uint8) if row_flags else None
-    h = ctx.handle
     check(C.nwattn_nw_predict(h, ctypes.byref(model), bw.ctypes.data, m, n, d, dv,
                               qo.ptr, qo.ld, xo.ptr, xo.ld, yo.ptr, yo.ld, oo.ptr, oo.ld,
                               wo.ptr if wo else None, wo.ld if wo else 0,
@@ -148,7 +155,7 @@ def nw_cv(x, y, bandwidths, *, kernel="gaussian", degree="constant", gradient=Fa
     bandwidth vector. bandwidths: a scalar or (n_bw,) grid when d = 1, a (d,) vector, or an
     (n_bw, d) grid. Returns cv (float64, (n_bw,); a float for a single bandwidth), plus the
     gradient dCV/dh ((n_bw, d)) and the flagged leave-one-out row counts if requested."""
-    ctx = resolve(ctx)
+    h = handle_of(ctx)
     xo, n, d, _ = _points(x, "x")
     yo, ny, dv, _ = _points(y, "y")
     if ny != n:
@@ -168,7 +175,6 @@ def nw_cv(x, y, bandwidths, *, kernel="gaussian", degree="constant", gradient=Fa
     cv = _double_out((n_bw,))
     grad = _double_out((n_bw, d)) if gradient else None
     flags = np.zeros(n_bw, A.SIZE_T) if flagged else None
-    h = ctx.handle
     check(C.nwattn_nw_cv(h, ctypes.byref(model), n, d, dv, xo.ptr, xo.ld, yo.ptr, yo.ld, n_bw,
                          bw.ctypes.data, d, cv.ctypes.data,
                          grad.ctypes.data if grad is not None else None, d,
@@ -184,10 +190,9 @@ def nw_cv(x, y, bandwidths, *, kernel="gaussian", degree="constant", gradient=Fa
 def bandwidth_rule_of_thumb(x, rule="normal_reference", *, ctx=None):
     """``nwattn_bandwidth_rule_of_thumb``: "silverman", "scott" or "normal_reference"
     bandwidths, one per dimension of x ((d,) float32)."""
-    ctx = resolve(ctx)
+    h = handle_of(ctx)
     xo, n, d, _ = _points(x, "x")
     out = np.empty(d, A.F32)
-    h = ctx.handle
     check(C.nwattn_bandwidth_rule_of_thumb(h, _enum(BandwidthRule, rule, "rule"), n, d, xo.ptr,
                                            xo.ld, out.ctypes.data), h,
           "nwattn_bandwidth_rule_of_thumb")
@@ -223,7 +228,7 @@ def select_bandwidth(x, y, *, kernel="gaussian", degree="constant", grid_points=
     normal-reference rule. Returns a BandwidthSelection: bandwidths ((d,) float32), cv,
     evaluations, flagged_rows, at_grid_edge (-1, 0, +1), converged, and the grid's CV curve
     (curve_scales, curve_cv)."""
-    ctx = resolve(ctx)
+    h = handle_of(ctx)
     xo, n, d, _ = _points(x, "x")
     yo, ny, dv, _ = _points(y, "y")
     if ny != n:
@@ -248,7 +253,6 @@ def select_bandwidth(x, y, *, kernel="gaussian", degree="constant", grid_points=
     report = CvReport()
     scales = np.empty(points, A.F32)
     curve = np.empty(points, np.float64)
-    h = ctx.handle
     check(C.nwattn_nw_select_bandwidth(h, ctypes.byref(model), n, d, dv, xo.ptr, xo.ld, yo.ptr,
                                        yo.ld, ctypes.byref(opts), bw.ctypes.data,
                                        ctypes.byref(report), scales.ctypes.data,
@@ -267,7 +271,7 @@ def wmodel_evaluate(w, xq, x, y, *, target=None, valid_lens=None, causal=False,
     sum (yhat - target)^2 / 2 and dL/dw. Mask keywords as in :func:`nwattn.softmax` (d2l
     trains with leave_one_out=True and xq = x). Returns WModelResult(yhat, weights or None,
     loss or None, grad or None); yhat is 1-D for 1-D y."""
-    ctx = resolve(ctx)
+    h = handle_of(ctx)
     xo, n, d, _ = _points(x, "x")
     qo, m, dq, _ = _points(xq, "xq")
     if dq != d:
@@ -286,7 +290,6 @@ def wmodel_evaluate(w, xq, x, y, *, target=None, valid_lens=None, causal=False,
     wo = A.output_operand(None if weights is True else weights, (m, n), "weights") \
         if weights is not None and weights is not False else None
     loss, grad = ctypes.c_double(), ctypes.c_double()
-    h = ctx.handle
     check(C.nwattn_wmodel_evaluate(h, float(w), mask, m, n, d, dv, qo.ptr, qo.ld, xo.ptr,
                                    xo.ld, yo.ptr, yo.ld, to.ptr if to else None,
                                    to.ld if to else 0, yh.ptr, yh.ld,
@@ -302,7 +305,7 @@ def wmodel_train(x, y, w, *, learning_rate, epochs, ctx=None):
     """``nwattn_wmodel_train``: d2l's training of w (leave-one-out on the training set, loss
     sum (yhat - y)^2 / 2, one SGD step per epoch). Returns (trained w, loss of each epoch as
     computed before its step, float64 array)."""
-    ctx = resolve(ctx)
+    h = handle_of(ctx)
     xo, n, d, _ = _points(x, "x")
     yo, ny, dv, _ = _points(y, "y")
     if ny != n:
@@ -311,7 +314,6 @@ def wmodel_train(x, y, w, *, learning_rate, epochs, ctx=None):
     sgd = Sgd(learning_rate, epochs)
     w_c = ctypes.c_float(w)
     losses = np.empty(epochs, np.float64)
-    h = ctx.handle
     check(C.nwattn_wmodel_train(h, ctypes.byref(sgd), n, d, dv, xo.ptr, xo.ld, yo.ptr, yo.ld,
                                 ctypes.byref(w_c), losses.ctypes.data), h,
           "nwattn_wmodel_train")
@@ -322,11 +324,10 @@ def weights_diagnostics(weights, *, ctx=None):
     """``nwattn_weights_diagnostics``: for each row of non-negative weights (m, n), the entropy
     of the normalised row (nats) and the effective number of neighbours. Returns (entropy,
     n_eff), float32 (m,) each."""
-    ctx = resolve(ctx)
+    h = handle_of(ctx)
     wo = A.input_operand(A.float_input(weights, "weights"), (), "weights")
     m, n = wo.array.shape
     entropy, n_eff = np.empty(m, A.F32), np.empty(m, A.F32)
-    h = ctx.handle
     check(C.nwattn_weights_diagnostics(h, m, n, wo.ptr, wo.ld, entropy.ctypes.data,
                                        n_eff.ctypes.data), h, "nwattn_weights_diagnostics")
     return entropy, n_eff
@@ -376,12 +377,11 @@ class Rng:
 def dataset_generate(dataset, n, rng, *, ctx=None):
     """``nwattn_dataset_generate``: n pairs of "d2l" or "sine" (seed 1) data drawn from rng
     (an :class:`Rng`, advanced). Returns (x, y), float32 (n,) each."""
-    ctx = resolve(ctx)
+    h = handle_of(ctx)
     if not isinstance(rng, Rng):
         raise TypeError(f"rng: expected nwattn.Rng, got {type(rng).__name__}")
     n = size(n, "n")
     x, y = np.empty(n, A.F32), np.empty(n, A.F32)
-    h = ctx.handle
     check(C.nwattn_dataset_generate(h, _enum(Dataset, dataset, "dataset"),
                                     ctypes.byref(rng._struct), n, x.ctypes.data, y.ctypes.data),
           h, "nwattn_dataset_generate")
@@ -390,10 +390,9 @@ def dataset_generate(dataset, n, rng, *, ctx=None):
 
 def dataset_truth(dataset, x, *, ctx=None):
     """``nwattn_dataset_truth``: the data set's noise-free function at x (float32, x's length)."""
-    ctx = resolve(ctx)
+    h = handle_of(ctx)
     xs = np.ascontiguousarray(A.float_input(x, "x", min_ndim=1).ravel())
     f = np.empty(xs.shape, A.F32)
-    h = ctx.handle
     check(C.nwattn_dataset_truth(h, _enum(Dataset, dataset, "dataset"), xs.size,
                                  xs.ctypes.data, f.ctypes.data), h, "nwattn_dataset_truth")
     return f

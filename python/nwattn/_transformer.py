@@ -6,7 +6,7 @@ import numpy as np
 
 from . import _arrays as A
 from ._capi import AttentionParams, C, PoolState as _PoolStateStruct, size
-from ._context import resolve
+from ._context import handle_of
 from ._core import _MaskArgs, make_score
 from ._errors import check
 
@@ -14,10 +14,9 @@ from ._errors import check
 def positional_encoding(t, d, *, first=0, out=None, ctx=None):
     """``nwattn_positional_encoding``: d2l's sinusoidal encoding of positions first .. first+t-1,
     a (t, d) array: P[i, 2j] = sin(p / 10000^(2j/d)), P[i, 2j+1] = cos(p / 10000^(2j/d))."""
-    ctx = resolve(ctx)
+    h = handle_of(ctx)
     t, d, first = size(t, "t"), size(d, "d"), size(first, "first")
     po = A.output_operand(out, (t, d), "out")
-    h = ctx.handle
     check(C.nwattn_positional_encoding(h, t, d, first, po.ptr, po.ld), h,
           "nwattn_positional_encoding")
     return po.array
@@ -51,7 +50,7 @@ def attention(x_q, x_k=None, x_v=None, *, w_q, w_k, w_v, w_o=None, b_q=None, b_k
     weights: True or a C-contiguous (*batch, heads, t_q, t_kv) array for the per-head weights.
     Returns: Y (*batch, t_q, d_out or d_v), or (Y, weights).
     """
-    ctx = resolve(ctx)
+    h = handle_of(ctx)
     x_q = A.float_input(x_q, "x_q")
     x_k = x_q if x_k is None else A.float_input(x_k, "x_k")
     x_v = x_k if x_v is None else A.float_input(x_v, "x_v")
@@ -107,7 +106,6 @@ def attention(x_q, x_k=None, x_v=None, *, w_q, w_k, w_v, w_o=None, b_q=None, b_k
                                 "weights")
         flat.array = w_arr
         wo = flat
-    h = ctx.handle
     check(C.nwattn_attention(h, ctypes.byref(params), ctypes.byref(sc), mask, A.count(batch),
                              t_q, t_kv, *xq.args, *xk.args, *xv.args, *yo.args,
                              *(wo.args if wo else (None, 0, 0))), h, "nwattn_attention")
@@ -169,7 +167,7 @@ def pool_partial(q, k, v, *, key_offset=0, score="dot", scale=None, bandwidth=No
     hold those keys. Causal, leave-one-out and valid lengths count whole-problem keys;
     additive and keep are the shard's columns ((*batch, m, n), e.g. ``mask[..., a:b]``).
     state: a :class:`PoolState` to write (default: a new one). Returns the state."""
-    ctx = resolve(ctx)
+    h = handle_of(ctx)
     q, k, v = (A.float_input(x, name) for x, name in ((q, "q"), (k, "k"), (v, "v")))
     (m, d), (n, dk), (nv, dv) = q.shape[-2:], k.shape[-2:], v.shape[-2:]
     if dk != d:
@@ -189,7 +187,6 @@ def pool_partial(q, k, v, *, key_offset=0, score="dot", scale=None, bandwidth=No
     elif state.shape != (batch, m, dv):
         raise ValueError(f"state: shape {state.shape}, expected {(batch, m, dv)}")
     st, alive = state._struct("state")
-    h = ctx.handle
     check(C.nwattn_pool_partial(h, ctypes.byref(sc), mask, A.count(batch), m, n, d, dv,
                                 key_offset, *qo.args, *ko.args, *vo.args, ctypes.byref(st)),
           h, "nwattn_pool_partial")
@@ -199,12 +196,11 @@ def pool_partial(q, k, v, *, key_offset=0, score="dot", scale=None, bandwidth=No
 def merge_states(into, other, *, ctx=None):
     """``nwattn_pool_state_merge``: into = into merged with other (disjoint key subsets);
     returns into."""
-    ctx = resolve(ctx)
+    h = handle_of(ctx)
     if into.shape != other.shape:
         raise ValueError(f"states of different shapes: {into.shape} and {other.shape}")
     batch, m, dv = into.shape
     (a, alive_a), (b, alive_b) = into._struct("into"), other._struct("other", written=False)
-    h = ctx.handle
     check(C.nwattn_pool_state_merge(h, A.count(batch), m, dv, ctypes.byref(a),
                                     ctypes.byref(b)), h, "nwattn_pool_state_merge")
     return into
@@ -214,14 +210,13 @@ def finish_state(state, *, out=None, lse=None, ctx=None):
     """``nwattn_pool_state_finish``: O = acc / sum (*batch, m, dv), and with ``lse`` (True or
     an array (*batch, m)) also max + log(sum). ``out=state.acc`` finishes in place.
     Returns O, or (O, lse)."""
-    ctx = resolve(ctx)
+    h = handle_of(ctx)
     batch, m, dv = state.shape
     st, alive = state._struct("state", written=False)
     oo = A.output_operand(out, batch + (m, dv), "out")
     lo = None
     if lse is not None and lse is not False:
         lo = A.vector_output(None if lse is True else lse, batch + (m,), "lse")
-    h = ctx.handle
     check(C.nwattn_pool_state_finish(h, A.count(batch), m, dv, ctypes.byref(st), *oo.args,
                                      lo.ptr if lo else None, lo.stride if lo else 0), h,
           "nwattn_pool_state_finish")
