@@ -29,7 +29,12 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # before numpy loads OpenBLA
 import numpy as np
 
 import nwattn
-from nwattn import _core, _fastpath, _regression
+from nwattn import _core, _regression
+
+try:
+    from nwattn import _fastpath
+except ImportError:  # a checkout from before the compiled path: measure what it has
+    _fastpath = None
 
 try:
     import torch
@@ -163,7 +168,7 @@ def main():
                     name.encode())
     for name, impls in table.items():  # the pure path of the functions that have both
         for impl in [i for i in impls if i.startswith("nwattn")]:
-            if _fastpath.ext is not None and name.split()[0] in COMPILED:
+            if _fastpath and _fastpath.ext is not None and name.split()[0] in COMPILED:
                 impls[impl.replace("nwattn", "pure")] = pure(impls[impl])
     for impls in table.values():  # warm up (default contexts, workspaces)
         for fn in impls.values():
@@ -203,7 +208,7 @@ def main():
         pass
     meta = {"cpu": cpu, "python": platform.python_version(), "numpy": np.__version__,
             "torch": torch.__version__ if torch else None, "nwattn": nwattn.version(),
-            "compiled_path": _fastpath.path, "rounds": args.rounds,
+            "compiled_path": _fastpath and _fastpath.path, "rounds": args.rounds,
             "protocol": "interleaved rounds; median over rounds of the best per-call time of "
                         "each round; ratios: median of per-round ratios"}
     for row in rows:

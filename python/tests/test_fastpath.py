@@ -186,3 +186,45 @@ def test_closed_and_foreign_contexts(rng):
         nwattn.pool(q, q, q, ctx=c)
     with pytest.raises(TypeError, match="ctx"):
         nwattn.bmm(q, q.T, ctx=object())
+
+
+def test_no_reference_is_leaked_or_stolen(rng):
+    import sys
+    q, k, v = f32(rng, 5, 2), f32(rng, 6, 2), f32(rng, 6, 3)
+    out, w = np.empty((5, 3), np.float32), np.empty((5, 6), np.float32)
+    ctx = nwattn.Context()
+    objects = (q, k, v, out, w, ctx, ctx._handle)
+    before = [sys.getrefcount(o) for o in objects]
+    for _ in range(50):
+        nwattn.pool(q, k, v, out=out, weights=w, lse=True, ctx=ctx)
+        r = nwattn.pool(q, k, v, weights=True, ctx=ctx)
+        assert sys.getrefcount(r[0]) == sys.getrefcount(r[1])
+        nwattn.nw_predict(q[:, 0], k[:, 0], v[:, 0], 0.5, weights=w, row_flags=True, ctx=ctx)
+        nwattn.bmm(q, k.T.copy(), ctx=ctx)
+        nwattn.softmax(w, out=w, ctx=ctx)
+        with pytest.raises(nwattn.NWAttnError):
+            nwattn.pool(q, k, v, out=out, score="gaussian", bandwidth=-1.0, ctx=ctx)
+        with pytest.raises(nwattn.NWAttnError):
+            nwattn.bmm(out, out[:3], out=out, ctx=ctx)
+    del r
+    assert [sys.getrefcount(o) for o in objects] == before
+
+
+def test_plain_arguments_do_take_the_compiled_path(rng):
+    """Otherwise the comparisons above would compare the pure path with itself."""
+    ext = _fastpath.ext
+    q, k, v = f32(rng, 5, 2), f32(rng, 6, 2), f32(rng, 6, 3)
+    s = f32(rng, 2, 5, 6)
+    x = f32(rng, 6)
+    none = NotImplemented
+    assert ext.pool(q, k, v, "gaussian", None, 0.5, None, None, False, False, None, None, None,
+                    True, True, None) is not none
+    assert ext.softmax(s, None, True, False, None, None, None, True, None) is not none
+    assert ext.bmm(s, f32(rng, 6, 4), None, None) is not none
+    assert ext.scores(q, k, "dot", None, None, None, None, None) is not none
+    assert ext.nw_predict(x, x, x, 0.5, "gaussian", "constant", "nearest", True, True, None,
+                          None) is not none
+    # and what is not plain does not
+    assert ext.pool(q.astype(np.float64), k, v, "dot", None, None, None, None, False, False,
+                    None, None, None, None, None, None) is none
+    assert ext.softmax(s, 3, False, False, None, None, None, None, None) is none
