@@ -23,6 +23,7 @@ import numpy as np  # noqa: E402
 import nwattn  # noqa: E402
 from nwattn import _arrays as A, _core, _regression  # noqa: E402
 from nwattn._capi import C  # noqa: E402
+from python_calls import pure  # noqa: E402  (this directory: the pure-path switch)
 
 try:
     from nwattn import _fastpath  # noqa: E402
@@ -91,17 +92,6 @@ def predict_stages(xq, x, y, h):
         ("output allocation (output_operand)", lambda: A.output_operand(None, (m, 1), "out")),
         ("ctypes call incl. C (prebuilt args)", lambda: C.nwattn_nw_predict(*args)),
     ]
-
-
-def pure(fn):
-    def call():
-        saved = getattr(_core, "_fast", None), getattr(_regression, "_fast", None)
-        _core._fast = _regression._fast = None
-        try:
-            return fn()
-        finally:
-            _core._fast, _regression._fast = saved
-    return call
 
 
 def main():

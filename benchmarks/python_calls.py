@@ -13,7 +13,7 @@ Benchmarks are not tests: nothing here asserts a time.
 
 usage: NWATTN_LIBRARY=build/src/libnwattn.so.0 PYTHONPATH=python /usr/bin/python3 \
          benchmarks/python_calls.py --floor build/benchmarks/libcall_floor.so [--rounds 9] \
-         [--json F]
+         [--json F] [--quick]
 """
 import argparse
 import ctypes
@@ -56,6 +56,30 @@ def np_gauss_scores(q, k, h):
     return -((q - k.T) ** 2) / (2 * h * h)
 
 
+def np_diagnostics(w):
+    p = w / w.sum(axis=1, keepdims=True)
+    return -(p * np.log(p)).sum(axis=1), 1 / (p * p).sum(axis=1)
+
+
+def np_loo_cv(x, y, h):
+    s = np_gauss_scores(x[:, None], x[:, None], h)
+    np.fill_diagonal(s, -np.inf)
+    return float(np.mean((y - np_softmax(s) @ y) ** 2))
+
+
+def np_positional_encoding(t, d):
+    p = np.arange(t, dtype=np.float32)[:, None] / np.power(
+        10000, np.arange(0, d, 2, dtype=np.float32) / d)
+    out = np.empty((t, d), np.float32)
+    out[:, 0::2], out[:, 1::2] = np.sin(p), np.cos(p)
+    return out
+
+
+def np_self_attention(x, w):
+    q, k, v = x @ w.T, x @ w.T, x @ w.T
+    return np_softmax(q @ k.T / np.sqrt(q.shape[1])) @ v
+
+
 def cases(rng):
     """{name: {implementation: callable}}; the seeds' sizes."""
     out = {}
@@ -87,8 +111,11 @@ def seed_cases(rng, label, m, n, h):
             "numpy": lambda: np_softmax(np_gauss_scores(q, k, h)) @ y},
         f"average_pool {label}": {"nwattn": lambda: nwattn.average_pool(v, m),
                                   "numpy": lambda: np.repeat(v.mean(0, keepdims=True), m, 0)},
-        f"weights_diagnostics {label}": {"nwattn": lambda: nwattn.weights_diagnostics(w)},
-        f"wmodel_evaluate {label}": {"nwattn": lambda: nwattn.wmodel_evaluate(1.0, xq, x, y)},
+        f"weights_diagnostics {label}": {"nwattn": lambda: nwattn.weights_diagnostics(w),
+                                         "numpy": lambda: np_diagnostics(w)},
+        f"wmodel_evaluate {label}": {"nwattn": lambda: nwattn.wmodel_evaluate(1.0, xq, x, y),
+                                     "numpy": lambda: np_softmax(np_gauss_scores(
+                                         q, k, 1.0)) @ y},
     }
     if torch is not None:
         tq, tk, tv, ts, tw = (torch.from_numpy(a) for a in (q, k, v, s, w))
@@ -106,16 +133,22 @@ def other_cases(rng):
     x3 = f32(rng, 50, 16)
     w16 = f32(rng, 16, 16) / 16
     return {
-        "nw_cv seed1 n=80": {"nwattn": lambda: nwattn.nw_cv(x80, y80, 0.5)},
+        "nw_cv seed1 n=80": {"nwattn": lambda: nwattn.nw_cv(x80, y80, 0.5),
+                             "numpy": lambda: np_loo_cv(x80, y80, 0.5)},
         "bandwidth_rule_of_thumb n=80": {"nwattn": lambda: nwattn.bandwidth_rule_of_thumb(x80)},
         "select_bandwidth seed1 n=80": {"nwattn": lambda: nwattn.select_bandwidth(x80, y80)},
         "wmodel_train d2l n=50 1 epoch": {"nwattn": lambda: nwattn.wmodel_train(
             x80[:50], y80[:50], 1.0, learning_rate=0.5, epochs=1)},
-        "positional_encoding 50x16": {"nwattn": lambda: nwattn.positional_encoding(50, 16)},
+        "positional_encoding 50x16": {"nwattn": lambda: nwattn.positional_encoding(50, 16),
+                                      "numpy": lambda: np_positional_encoding(50, 16)},
         "attention self 50x16": {"nwattn": lambda: nwattn.attention(x3, w_q=w16, w_k=w16,
-                                                                    w_v=w16)},
-        "pool_partial+finish_state 50x50": {"nwattn": lambda: nwattn.finish_state(
-            nwattn.pool_partial(x3[:, :1], x3[:, 1:2], x3[:, 2:3], score="gaussian"))},
+                                                                    w_v=w16),
+                                 "numpy": lambda: np_self_attention(x3, w16)},
+        "pool_partial+finish_state 50x50": {
+            "nwattn": lambda: nwattn.finish_state(nwattn.pool_partial(
+                x3[:, :1], x3[:, 1:2], x3[:, 2:3], score="gaussian")),
+            "numpy": lambda: np_softmax(np_gauss_scores(x3[:, :1], x3[:, 1:2], 1.0))
+            @ x3[:, 2:3]},
         "dataset_generate d2l n=50": {"nwattn": lambda: nwattn.dataset_generate(
             "d2l", 50, nwattn.Rng(1))},
         "dataset_truth d2l n=50": {"nwattn": lambda: nwattn.dataset_truth("d2l", x80[:50])},
@@ -128,7 +161,7 @@ COMPILED = ("pool", "softmax", "bmm", "scores", "nw_predict")
 def pure(fn):
     """fn on the pure-Python path (the compiled one switched off for the call)."""
     def call():
-        saved = _core._fast, _regression._fast
+        saved = getattr(_core, "_fast", None), getattr(_regression, "_fast", None)
         _core._fast = _regression._fast = None
         try:
             return fn()
@@ -137,7 +170,7 @@ def pure(fn):
     return call
 
 
-def best_per_call(impls, seconds=0.003, reps=5):
+def best_per_call(impls, seconds, reps):
     """{implementation: best seconds per call}: the implementations alternate batch by batch
     (about `seconds` each), so a change of load hits them all alike."""
     number = {i: max(1, int(seconds / max(timeit.timeit(fn, number=3) / 3, 1e-7)))
@@ -154,7 +187,12 @@ def main():
     ap.add_argument("--floor", help="libcall_floor.so (the bare C times)")
     ap.add_argument("--rounds", type=int, default=9)
     ap.add_argument("--json")
+    ap.add_argument("--quick", action="store_true",
+                    help="one round of tiny batches: CTest's smoke run, times nothing useful")
     args = ap.parse_args()
+    seconds, reps = (0.0002, 1) if args.quick else (0.003, 5)
+    if args.quick:
+        args.rounds = 1
 
     table = cases(np.random.default_rng(1))
     if args.floor:
@@ -176,7 +214,7 @@ def main():
     times = {name: {impl: [] for impl in impls} for name, impls in table.items()}
     for r in range(args.rounds):
         for name, impls in table.items():
-            for impl, best in best_per_call(impls).items():
+            for impl, best in best_per_call(impls, seconds, reps).items():
                 times[name][impl].append(best / 64 if impl == "c" else best)
         print(f"round {r + 1}/{args.rounds}", file=sys.stderr)
 
@@ -209,6 +247,8 @@ def main():
     meta = {"cpu": cpu, "python": platform.python_version(), "numpy": np.__version__,
             "torch": torch.__version__ if torch else None, "nwattn": nwattn.version(),
             "compiled_path": _fastpath and _fastpath.path, "rounds": args.rounds,
+            "openblas_threads": os.environ.get("OPENBLAS_NUM_THREADS"),
+            "load_average_after": os.getloadavg(),
             "protocol": "interleaved rounds; median over rounds of the best per-call time of "
                         "each round; ratios: median of per-round ratios"}
     for row in rows:

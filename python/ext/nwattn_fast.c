@@ -14,6 +14,12 @@
  * so this module is not linked against libnwattn and calls exactly the library the binding
  * loaded. Built by the CMake build (python/CMakeLists.txt) when Python's and numpy's headers
  * are found; never needed: without it the package is pure Python.
+ *
+ * Adding a function: a typedef of its C signature and a slot in S, its name in fast_bind's
+ * table (and in _fastpath.py's list of addresses), a fast_NAME taking the Python function's
+ * arguments positionally that returns NotImplemented (FALLBACK) for anything it does not
+ * handle exactly as the pure path would, a methods[] entry, and in the Python function
+ * `r = _fast.NAME(...)` before its pure path; tests/test_fastpath.py compares the two.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>

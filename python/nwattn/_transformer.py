@@ -200,7 +200,8 @@ def merge_states(into, other, *, ctx=None):
     if into.shape != other.shape:
         raise ValueError(f"states of different shapes: {into.shape} and {other.shape}")
     batch, m, dv = into.shape
-    (a, alive_a), (b, alive_b) = into._struct("into"), other._struct("other", written=False)
+    a, alive_a = into._struct("into")  # the operands stay alive until the call returns
+    b, alive_b = other._struct("other", written=False)
     check(C.nwattn_pool_state_merge(h, A.count(batch), m, dv, ctypes.byref(a),
                                     ctypes.byref(b)), h, "nwattn_pool_state_merge")
     return into
