@@ -4,8 +4,9 @@ ctypes rather than cffi: it is in the standard library, so the package stays pur
 compiler, no build step and no extra dependency (Debian has no cffi for the system Python by
 default), and ``pip install`` works offline. The price is that the prototypes below are written
 by hand; tests/test_capi.py checks them against the header so they cannot drift silently. The
-optional compiled fast path (src/_fast.c, see _fastpath.py) takes the addresses of the same
-functions from ``lib``, so both paths call the one library that was loaded.
+optional compiled fast path (python/ext/nwattn_fast.c, see _fastpath.py) takes the addresses
+of the same functions from ``lib`` (``address(name)``), so both paths call the one library
+that was loaded.
 
 How to add a C function (other modules' blocks go at the end of this file):
 
@@ -17,8 +18,8 @@ function, when the loaded library lacks it.
 
 ctypes truncates integers silently (2**64 + 2 becomes 2, 2**40 as an int becomes 0), so no
 value from the user reaches a prototype or a struct field unconverted: ``size(value, name)``
-for size_t, ``c_int_value`` for int, ``uint64(value, name)`` and ``enum_value(cls, value, name)``
-for enums (names, members or numbers; numbers in int range that are not members go to C, which
+for size_t, ``c_int_value(value, name)`` for int, ``uint64(value, name)`` for uint64_t, and
+``enum_value(cls, value, name, aliases)`` for enums (names, members or numbers; numbers in int range that are not members go to C, which
 refuses them with NWATTN_ERR_BAD_ENUM). Each accepts only true integers (operator.index: int,
 numpy integers, IntEnum; not 2.0) and raises ValueError/TypeError naming the argument. Sizes
 read from numpy shapes are in range by construction and need no conversion.
