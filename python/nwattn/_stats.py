@@ -15,12 +15,10 @@ import math
 
 import numpy as np
 
-from ._capi import C, Regression
+from ._capi import C, Regression, enum_value, size, uint64
 from ._context import resolve
 from ._errors import check
-
-_U64 = 2 ** 64
-_SIZE_MAX = 2 ** (8 * ctypes.sizeof(ctypes.c_size_t))
+from ._regression import _model as _regression_model
 
 
 class Variance(enum.IntEnum):
@@ -42,28 +40,8 @@ FitSummary = collections.namedtuple(
 Inference = collections.namedtuple("Inference", "fit se deriv deriv_se row_flags")
 Bands = collections.namedtuple("Bands", "lower upper sim_lower sim_upper")
 
-_KERNELS = {"gaussian": 0, "laplace": 1, "epanechnikov": 2, "tricube": 3, "uniform": 4}
-_DEGREES = {"constant": 0, "local_constant": 0, "nw": 0, "linear": 1, "local_linear": 1}
-
-
-def _choice(value, table, name):
-    if isinstance(value, str):
-        try:
-            return table[value.lower()]
-        except KeyError:
-            raise ValueError(f"unknown {name} {value!r}; expected one of "
-                             f"{', '.join(sorted(table))}") from None
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be a name or an int, not {type(value).__name__}")
-    value = int(value)
-    if value not in set(table.values()):
-        raise ValueError(f"unknown {name} {value}")
-    return value
-
-
 def _model(kernel, degree):
-    return Regression(_choice(kernel, _KERNELS, "kernel"), _choice(degree, _DEGREES, "degree"),
-                      1)
+    return _regression_model(kernel, degree, "nan")
 
 
 def _floats(a, name, ndim):
@@ -148,7 +126,7 @@ def nw_inference(xq, x, y, bandwidth, *, kernel="gaussian", degree="constant", w
     bw = _bw(bandwidth, d)
     q = _queries(xq, d)
     m = q.shape[0]
-    var = _choice(variance, {"homoscedastic": 0, "heteroscedastic": 1}, "variance")
+    var = enum_value(Variance, variance, "variance")
     fit, se = np.empty(m), np.empty(m)
     deriv, deriv_se = np.empty((m, d)), np.empty((m, d))
     flags = np.empty(m, np.uint8)
@@ -162,15 +140,6 @@ def nw_inference(xq, x, y, bandwidth, *, kernel="gaussian", degree="constant", w
     return Inference(fit, se, deriv, deriv_se, flags)
 
 
-def _count(value, name, minimum):
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be an int, not {type(value).__name__}")
-    value = int(value)
-    if not minimum <= value < _SIZE_MAX:
-        raise ValueError(f"{name} = {value} is out of range [{minimum}, {_SIZE_MAX - 1}]")
-    return value
-
-
 def nw_bootstrap_bands(xq, x, y, bandwidth, *, kernel="gaussian", degree="constant",
                        weights=None, replicates=999, seed=0, level=0.95, ctx=None):
     """``nwattn_nw_bootstrap_bands``: wild (Rademacher) bootstrap bands at the queries:
@@ -181,11 +150,8 @@ def nw_bootstrap_bands(xq, x, y, bandwidth, *, kernel="gaussian", degree="consta
     bw = _bw(bandwidth, d)
     q = _queries(xq, d)
     m = q.shape[0]
-    replicates = _count(replicates, "replicates", 2)
-    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)):
-        raise TypeError(f"seed must be an int, not {type(seed).__name__}")
-    if not 0 <= int(seed) < _U64:
-        raise ValueError(f"seed = {seed} is out of range [0, 2**64)")
+    replicates = size(replicates, "replicates", minimum=2)
+    seed = uint64(seed, "seed")
     level = float(level)
     if not 0.0 < level < 1.0:
         raise ValueError(f"level = {level} is not in (0, 1)")
@@ -194,7 +160,7 @@ def nw_bootstrap_bands(xq, x, y, bandwidth, *, kernel="gaussian", degree="consta
     h = ctx.handle
     check(C.nwattn_nw_bootstrap_bands(h, ctypes.byref(model), bw.ctypes.data, n, d,
                                       xa.ctypes.data, d, ya.ctypes.data, _ptr(wa), m,
-                                      q.ctypes.data, d, replicates, int(seed), level,
+                                      q.ctypes.data, d, replicates, seed, level,
                                       *(o.ctypes.data for o in outs)), h,
           "nwattn_nw_bootstrap_bands")
     return Bands(*outs)

@@ -143,7 +143,7 @@ def test_bands_reproducible_by_seed():
     (dict(replicates=-1), ValueError), (dict(replicates=3.5), TypeError),
     (dict(seed=2 ** 64), ValueError), (dict(seed=-1), ValueError), (dict(level=1.0), ValueError),
     (dict(kernel="cosine"), ValueError), (dict(kernel=2 ** 33), ValueError),
-    (dict(degree=7), ValueError),
+    (dict(degree=7), nwattn.NWAttnError),
 ])
 def test_bootstrap_arguments_checked_before_ctypes(kwargs, error):
     x, y = sine_data(n=20)
