@@ -167,6 +167,14 @@ static void test_d2l_pytorch_edition(void **state) {
     assert_true(w == w_torch);
     for (int e = 0; e < 5; e++)
         nt_close("PyTorch edition loss", (size_t)e, 2.0 * losses[e], torch_losses[e], 0, 0);
+    /* the demo's start (w0 = the next uniform): PyTorch's edition ends at 10.18 (issue 15),
+     * MXNet's at 5.06 */
+    float w_demo = (float)nwattn_rng_uniform(&rng), w_demo_mx = w_demo;
+    NT_ASSERT_OK(ctx, nwattn_wmodel_train(ctx, &sgd, 50, 1, 1, x, 1, y, 1, &w_demo, NULL));
+    nt_close("PyTorch edition, demo start", 0, w_demo, 10.1815, 1e-3, 0);
+    nwattn_sgd mx = {lr, 5};
+    NT_ASSERT_OK(ctx, nwattn_wmodel_train(ctx, &mx, 50, 1, 1, x, 1, y, 1, &w_demo_mx, NULL));
+    nt_close("MXNet edition, demo start", 0, w_demo_mx, 5.0605, 1e-3, 0);
     /* and the MXNet edition (lr 0.5 on the /2 loss) ends elsewhere */
     float w_mx = w0;
     sgd.learning_rate = lr;
