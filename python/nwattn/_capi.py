@@ -293,3 +293,25 @@ declare({
     "nwattn_dataset_truth": (status_t, (ctx_p, c_int, S, fptr, fptr)),
 })
 
+# ---- Inference, densities and mixed data (issue 15's statistics: _stats.py, _mixed.py) ----
+# The summary struct is passed as c_void_p (python/nwattn/_stats.py owns its layout).
+declare({
+    "nwattn_nw_summary": (
+        status_t, (ctx_p, reg_p, fptr, S, S, fptr, S, fptr, fptr, c_void_p, fptr, c_void_p)),
+    "nwattn_nw_inference": (
+        status_t, (ctx_p, reg_p, fptr, S, S, fptr, S, fptr, fptr, c_int, S, fptr, S, c_void_p,
+                   c_void_p, c_void_p, S, c_void_p, S, c_void_p)),
+    "nwattn_nw_bootstrap_bands": (
+        status_t, (ctx_p, reg_p, fptr, S, S, fptr, S, fptr, fptr, S, fptr, S, S, c_uint64,
+                   c_double, c_void_p, c_void_p, c_void_p, c_void_p)),
+    "nwattn_kde": (status_t, (ctx_p, fptr, S, S, S, fptr, S, fptr, S, fptr, c_void_p)),
+    "nwattn_kde_cv": (
+        status_t, (ctx_p, S, fptr, S, S, S, fptr, S, fptr, c_void_p, c_void_p)),
+    "nwattn_mixed_predict": (
+        status_t, (ctx_p, c_void_p, fptr, S, S, S, fptr, S, fptr, S, fptr, fptr, c_void_p)),
+    "nwattn_mixed_cv": (
+        status_t, (ctx_p, c_void_p, S, fptr, S, S, S, fptr, S, fptr, fptr, c_void_p)),
+    "nwattn_mixed_kde": (
+        status_t, (ctx_p, c_void_p, fptr, S, S, S, fptr, S, fptr, S, fptr, c_void_p, c_void_p)),
+})
+# ---- end of the statistics block ----

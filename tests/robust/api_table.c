@@ -549,6 +549,107 @@ static void curve_shape(const at_case *c, size_t *items, size_t *rows, size_t *c
     *cols = SB_GRID;
 }
 
+/* ---- Regression statistics and densities (nwattn_nw_summary .. nwattn_kde_cv) ------------- */
+enum { ST_N, ST_D };
+enum { ST_BW, ST_X, ST_Y, ST_W, ST_SUMMARY, ST_FITTED, ST_LEVERAGE };
+
+_Static_assert(sizeof(nwattn_fit_summary) == 8 * sizeof(double), "summary as eight doubles");
+static void summary_shape(const at_case *c, size_t *items, size_t *rows, size_t *cols) {
+    (void)c;
+    *items = *rows = 1;
+    *cols = 8;
+}
+
+static nwattn_status invoke_nw_summary(nwattn_context *ctx, const at_case *c) {
+    const nwattn_regression model = regression_of(c, 0);
+    return nwattn_nw_summary(ctx, MODEL(c), F(c, ST_BW), D(c, ST_N), D(c, ST_D), F(c, ST_X),
+                             LD(c, ST_X), F(c, ST_Y), F(c, ST_W),
+                             (nwattn_fit_summary *)c->buf[ST_SUMMARY].data, F(c, ST_FITTED),
+                             F64(c, ST_LEVERAGE));
+}
+
+enum { IF_M, IF_N, IF_D };
+enum { IF_BW, IF_X, IF_Y, IF_W, IF_XQ, IF_FIT, IF_SE, IF_DERIV, IF_DSE, IF_FLAGS };
+
+static nwattn_status invoke_nw_inference(nwattn_context *ctx, const at_case *c) {
+    const nwattn_regression model = regression_of(c, 0);
+    return nwattn_nw_inference(ctx, MODEL(c), F(c, IF_BW), D(c, IF_N), D(c, IF_D), F(c, IF_X),
+                               LD(c, IF_X), F(c, IF_Y), F(c, IF_W),
+                               (nwattn_variance)(int)c->param[3], D(c, IF_M), F(c, IF_XQ),
+                               LD(c, IF_XQ), F64(c, IF_FIT), F64(c, IF_SE), F64(c, IF_DERIV),
+                               LD(c, IF_DERIV), F64(c, IF_DSE), LD(c, IF_DSE),
+                               (unsigned char *)c->buf[IF_FLAGS].data);
+}
+
+enum { BB_M, BB_N, BB_D, BB_REPS };
+enum { BB_BW, BB_X, BB_Y, BB_W, BB_XQ, BB_LO, BB_HI, BB_SLO, BB_SHI };
+
+static nwattn_status invoke_nw_bootstrap(nwattn_context *ctx, const at_case *c) {
+    const nwattn_regression model = regression_of(c, 0);
+    return nwattn_nw_bootstrap_bands(ctx, MODEL(c), F(c, BB_BW), D(c, BB_N), D(c, BB_D),
+                                     F(c, BB_X), LD(c, BB_X), F(c, BB_Y), F(c, BB_W), D(c, BB_M),
+                                     F(c, BB_XQ), LD(c, BB_XQ), D(c, BB_REPS), 12345u,
+                                     c->param[3], F64(c, BB_LO), F64(c, BB_HI), F64(c, BB_SLO),
+                                     F64(c, BB_SHI));
+}
+
+enum { KD_M, KD_N, KD_D };
+enum { KD_BW, KD_XQ, KD_X, KD_W, KD_DENS };
+
+static nwattn_status invoke_kde(nwattn_context *ctx, const at_case *c) {
+    return nwattn_kde(ctx, F(c, KD_BW), D(c, KD_M), D(c, KD_N), D(c, KD_D), F(c, KD_XQ),
+                      LD(c, KD_XQ), F(c, KD_X), LD(c, KD_X), F(c, KD_W), F64(c, KD_DENS));
+}
+
+enum { KC_NBW, KC_N, KC_D };
+enum { KC_BW, KC_X, KC_W, KC_LSCV, KC_LL };
+
+static nwattn_status invoke_kde_cv(nwattn_context *ctx, const at_case *c) {
+    return nwattn_kde_cv(ctx, D(c, KC_NBW), F(c, KC_BW), LD(c, KC_BW), D(c, KC_N), D(c, KC_D),
+                         F(c, KC_X), LD(c, KC_X), F(c, KC_W), F64(c, KC_LSCV), F64(c, KC_LL));
+}
+
+/* Mixed data: every column of the type param[0] (base: continuous, which random data fit; the
+ * bad-enum class gives the others); the shim builds the types array. */
+enum { MX_MAXD = 64 };
+static void mixed_types(const at_case *c, size_t d, nwattn_var_type *types) {
+    for (size_t k = 0; k < d && k < MX_MAXD; k++)
+        types[k] = (nwattn_var_type)(int)c->param[0];
+}
+
+enum { MP_M, MP_N, MP_D };
+enum { MP_BW, MP_XQ, MP_X, MP_Y, MP_W, MP_FIT };
+
+static nwattn_status invoke_mixed_predict(nwattn_context *ctx, const at_case *c) {
+    nwattn_var_type types[MX_MAXD];
+    mixed_types(c, D(c, MP_D), types);
+    return nwattn_mixed_predict(ctx, types, F(c, MP_BW), D(c, MP_M), D(c, MP_N), D(c, MP_D),
+                                F(c, MP_XQ), LD(c, MP_XQ), F(c, MP_X), LD(c, MP_X), F(c, MP_Y),
+                                F(c, MP_W), F64(c, MP_FIT));
+}
+
+enum { MC_NBW, MC_N, MC_D };
+enum { MC_BW, MC_X, MC_Y, MC_W, MC_CV };
+
+static nwattn_status invoke_mixed_cv(nwattn_context *ctx, const at_case *c) {
+    nwattn_var_type types[MX_MAXD];
+    mixed_types(c, D(c, MC_D), types);
+    return nwattn_mixed_cv(ctx, types, D(c, MC_NBW), F(c, MC_BW), LD(c, MC_BW), D(c, MC_N),
+                           D(c, MC_D), F(c, MC_X), LD(c, MC_X), F(c, MC_Y), F(c, MC_W),
+                           F64(c, MC_CV));
+}
+
+enum { MK_M, MK_N, MK_D };
+enum { MK_BW, MK_XQ, MK_X, MK_W, MK_DENS, MK_LL };
+
+static nwattn_status invoke_mixed_kde(nwattn_context *ctx, const at_case *c) {
+    nwattn_var_type types[MX_MAXD];
+    mixed_types(c, D(c, MK_D), types);
+    return nwattn_mixed_kde(ctx, types, F(c, MK_BW), D(c, MK_M), D(c, MK_N), D(c, MK_D),
+                            F(c, MK_XQ), LD(c, MK_XQ), F(c, MK_X), LD(c, MK_X), F(c, MK_W),
+                            F64(c, MK_DENS), F64(c, MK_LL));
+}
+
 /* ---- nwattn_bandwidth_rule_of_thumb --------------------------------------------------------- */
 enum { RT_N, RT_D };
 enum { RT_X, RT_BW };
@@ -1048,6 +1149,207 @@ const at_fn at_functions[] = {
         .params = {{"dataset", AT_PARAM_ENUM, 0, 2}},
         NOT_IN_PLACE,
         .invoke = invoke_dataset_truth,
+        .finite_data = 1,
+        .agree = agree_identical,
+    },
+    {
+        .name = "nwattn_nw_summary",
+        .n_dims = 2,
+        .dims = {DIM_ZERO_STATUS_MIN("n", 12, 9, 30, NWATTN_ERR_DEGENERATE_DATA, 6),
+                 DIM("d", 2, 1, 3, AT_ZERO_INVALID)},
+        .batch_dim = -1,
+        .n_ops = 7,
+        .ops = {{"bandwidths", AT_IN, AT_F32, AT_FILL_POSITIVE, ONE, ONE, EXT(ST_D), 0, NULL},
+                {"x", AT_IN, AT_F32, AT_FILL_DATA, ONE, EXT(ST_N), EXT(ST_D), AT_HAS_LD, NULL},
+                {"y", AT_IN, AT_F32, AT_FILL_DATA, ONE, ONE, EXT(ST_N), 0, NULL},
+                {"obs_weights", AT_IN_OPT, AT_F32, AT_FILL_NONNEG, ONE, ONE, EXT(ST_N), 0, NULL},
+                {"summary", AT_OUT, AT_F64, AT_FILL_DATA, ONE, ONE, ONE, 0, summary_shape},
+                {"fitted", AT_OUT_OPT, AT_F32, AT_FILL_DATA, ONE, ONE, EXT(ST_N), 0, NULL},
+                {"leverage", AT_OUT_OPT, AT_F64, AT_FILL_DATA, ONE, ONE, EXT(ST_N), 0, NULL}},
+        NO_SCORE,
+        NO_MASK,
+        .n_structs = 1,
+        .structs = {"model"},
+        .n_params = 3,
+        .params = REGRESSION_PARAMS,
+        NOT_IN_PLACE,
+        .invoke = invoke_nw_summary,
+        .finite_data = 1,
+        .agree = agree_identical,
+    },
+    {
+        .name = "nwattn_nw_inference",
+        .n_dims = 3,
+        .dims = {DIM("m", 4, 1, 9, AT_ZERO_EMPTY),
+                 DIM_ZERO_STATUS_MIN("n", 12, 9, 30, NWATTN_ERR_DEGENERATE_DATA, 6),
+                 DIM("d", 2, 1, 3, AT_ZERO_INVALID)},
+        .batch_dim = -1,
+        .n_ops = 10,
+        .ops = {{"bandwidths", AT_IN, AT_F32, AT_FILL_POSITIVE, ONE, ONE, EXT(IF_D), 0, NULL},
+                {"x", AT_IN, AT_F32, AT_FILL_DATA, ONE, EXT(IF_N), EXT(IF_D), AT_HAS_LD, NULL},
+                {"y", AT_IN, AT_F32, AT_FILL_DATA, ONE, ONE, EXT(IF_N), 0, NULL},
+                {"obs_weights", AT_IN_OPT, AT_F32, AT_FILL_NONNEG, ONE, ONE, EXT(IF_N), 0, NULL},
+                {"xq", AT_IN, AT_F32, AT_FILL_DATA, ONE, EXT(IF_M), EXT(IF_D), AT_HAS_LD, NULL},
+                {"fit", AT_OUT_OPT, AT_F64, AT_FILL_DATA, ONE, ONE, EXT(IF_M), 0, NULL},
+                {"se", AT_OUT_OPT, AT_F64, AT_FILL_DATA, ONE, ONE, EXT(IF_M), 0, NULL},
+                {"deriv", AT_OUT_OPT, AT_F64, AT_FILL_DATA, ONE, EXT(IF_M), EXT(IF_D), AT_HAS_LD,
+                 NULL},
+                {"deriv_se", AT_OUT_OPT, AT_F64, AT_FILL_DATA, ONE, EXT(IF_M), EXT(IF_D),
+                 AT_HAS_LD, NULL},
+                {"row_flags", AT_OUT_OPT, AT_U8, AT_FILL_DATA, ONE, ONE, EXT(IF_M), 0, NULL}},
+        NO_SCORE,
+        NO_MASK,
+        .n_structs = 1,
+        .structs = {"model"},
+        .n_params = 4,
+        .params = {{"model.kernel", AT_PARAM_ENUM, 0, 5},
+                   {"model.degree", AT_PARAM_ENUM, 0, 2},
+                   {"model.empty", AT_PARAM_ENUM, 0, 3},
+                   {"variance", AT_PARAM_ENUM, 0, 2}},
+        NOT_IN_PLACE,
+        .invoke = invoke_nw_inference,
+        .finite_data = 1,
+        .agree = agree_identical,
+    },
+    {
+        .name = "nwattn_nw_bootstrap_bands",
+        .n_dims = 4,
+        .dims = {DIM("m", 4, 1, 9, AT_ZERO_EMPTY),
+                 DIM_ZERO_STATUS_MIN("n", 12, 9, 30, NWATTN_ERR_DEGENERATE_DATA, 6),
+                 DIM("d", 2, 1, 3, AT_ZERO_INVALID),
+                 DIM_ZERO_STATUS_MIN("replicates", 20, 7, 40, NWATTN_ERR_BAD_PARAMETER, 2)},
+        .batch_dim = -1,
+        .n_ops = 9,
+        .ops = {{"bandwidths", AT_IN, AT_F32, AT_FILL_POSITIVE, ONE, ONE, EXT(BB_D), 0, NULL},
+                {"x", AT_IN, AT_F32, AT_FILL_DATA, ONE, EXT(BB_N), EXT(BB_D), AT_HAS_LD, NULL},
+                {"y", AT_IN, AT_F32, AT_FILL_DATA, ONE, ONE, EXT(BB_N), 0, NULL},
+                {"obs_weights", AT_IN_OPT, AT_F32, AT_FILL_NONNEG, ONE, ONE, EXT(BB_N), 0, NULL},
+                {"xq", AT_IN, AT_F32, AT_FILL_DATA, ONE, EXT(BB_M), EXT(BB_D), AT_HAS_LD, NULL},
+                {"lower", AT_OUT_OPT, AT_F64, AT_FILL_DATA, ONE, ONE, EXT(BB_M), 0, NULL},
+                {"upper", AT_OUT_OPT, AT_F64, AT_FILL_DATA, ONE, ONE, EXT(BB_M), 0, NULL},
+                {"sim_lower", AT_OUT_OPT, AT_F64, AT_FILL_DATA, ONE, ONE, EXT(BB_M), 0, NULL},
+                {"sim_upper", AT_OUT_OPT, AT_F64, AT_FILL_DATA, ONE, ONE, EXT(BB_M), 0, NULL}},
+        NO_SCORE,
+        NO_MASK,
+        .n_structs = 1,
+        .structs = {"model"},
+        .n_params = 4,
+        .params = {{"model.kernel", AT_PARAM_ENUM, 0, 5},
+                   {"model.degree", AT_PARAM_ENUM, 0, 2},
+                   {"model.empty", AT_PARAM_ENUM, 0, 3},
+                   {"level", AT_PARAM_FINITE, 0.9, 0}},
+        NOT_IN_PLACE,
+        .invoke = invoke_nw_bootstrap,
+        .finite_data = 1,
+        .agree = agree_identical,
+    },
+    {
+        .name = "nwattn_kde",
+        .n_dims = 3,
+        .dims = {DIM("m", 4, 1, 9, AT_ZERO_EMPTY),
+                 DIM_ZERO_STATUS_MIN("n", 12, 9, 30, NWATTN_ERR_DEGENERATE_DATA, 4),
+                 DIM("d", 2, 1, 3, AT_ZERO_INVALID)},
+        .batch_dim = -1,
+        .n_ops = 5,
+        .ops = {{"bandwidths", AT_IN, AT_F32, AT_FILL_POSITIVE, ONE, ONE, EXT(KD_D), 0, NULL},
+                {"xq", AT_IN, AT_F32, AT_FILL_DATA, ONE, EXT(KD_M), EXT(KD_D), AT_HAS_LD, NULL},
+                {"x", AT_IN, AT_F32, AT_FILL_DATA, ONE, EXT(KD_N), EXT(KD_D), AT_HAS_LD, NULL},
+                {"obs_weights", AT_IN_OPT, AT_F32, AT_FILL_NONNEG, ONE, ONE, EXT(KD_N), 0, NULL},
+                {"density", AT_OUT, AT_F64, AT_FILL_DATA, ONE, ONE, EXT(KD_M), 0, NULL}},
+        NO_SCORE,
+        NO_MASK,
+        NOT_IN_PLACE,
+        .invoke = invoke_kde,
+        .finite_data = 1,
+        .agree = agree_identical,
+    },
+    {
+        .name = "nwattn_kde_cv",
+        .n_dims = 3,
+        .dims = {DIM("n_bw", 3, 1, 5, AT_ZERO_EMPTY),
+                 DIM_ZERO_STATUS_MIN("n", 12, 9, 30, NWATTN_ERR_DEGENERATE_DATA, 6),
+                 DIM("d", 2, 1, 3, AT_ZERO_INVALID)},
+        .batch_dim = -1,
+        .n_ops = 5,
+        .ops = {{"bandwidths", AT_IN, AT_F32, AT_FILL_POSITIVE, ONE, EXT(KC_NBW), EXT(KC_D),
+                 AT_HAS_LD, NULL},
+                {"x", AT_IN, AT_F32, AT_FILL_DATA, ONE, EXT(KC_N), EXT(KC_D), AT_HAS_LD, NULL},
+                {"obs_weights", AT_IN_OPT, AT_F32, AT_FILL_NONNEG, ONE, ONE, EXT(KC_N), 0, NULL},
+                {"lscv", AT_OUT_OPT, AT_F64, AT_FILL_DATA, ONE, ONE, EXT(KC_NBW), 0, NULL},
+                {"loglik", AT_OUT_OPT, AT_F64, AT_FILL_DATA, ONE, ONE, EXT(KC_NBW), 0, NULL}},
+        NO_SCORE,
+        NO_MASK,
+        NOT_IN_PLACE,
+        .invoke = invoke_kde_cv,
+        .finite_data = 1,
+        .agree = agree_identical,
+    },
+    {
+        .name = "nwattn_mixed_predict",
+        .n_dims = 3,
+        .dims = {DIM("m", 4, 1, 9, AT_ZERO_EMPTY),
+                 DIM_ZERO_STATUS_MIN("n", 12, 9, 30, NWATTN_ERR_DEGENERATE_DATA, 4),
+                 DIM("d", 2, 1, 3, AT_ZERO_INVALID)},
+        .batch_dim = -1,
+        .n_ops = 6,
+        .ops = {{"bandwidths", AT_IN, AT_F32, AT_FILL_POSITIVE, ONE, ONE, EXT(MP_D), 0, NULL},
+                {"xq", AT_IN, AT_F32, AT_FILL_DATA, ONE, EXT(MP_M), EXT(MP_D), AT_HAS_LD, NULL},
+                {"x", AT_IN, AT_F32, AT_FILL_DATA, ONE, EXT(MP_N), EXT(MP_D), AT_HAS_LD, NULL},
+                {"y", AT_IN, AT_F32, AT_FILL_DATA, ONE, ONE, EXT(MP_N), 0, NULL},
+                {"obs_weights", AT_IN_OPT, AT_F32, AT_FILL_NONNEG, ONE, ONE, EXT(MP_N), 0, NULL},
+                {"fit", AT_OUT, AT_F64, AT_FILL_DATA, ONE, ONE, EXT(MP_M), 0, NULL}},
+        NO_SCORE,
+        NO_MASK,
+        .n_params = 1,
+        .params = {{"types", AT_PARAM_ENUM, 0, 5}},
+        NOT_IN_PLACE,
+        .invoke = invoke_mixed_predict,
+        .finite_data = 1,
+        .agree = agree_identical,
+    },
+    {
+        .name = "nwattn_mixed_cv",
+        .n_dims = 3,
+        .dims = {DIM("n_bw", 3, 1, 5, AT_ZERO_EMPTY),
+                 DIM_ZERO_STATUS_MIN("n", 12, 9, 30, NWATTN_ERR_DEGENERATE_DATA, 6),
+                 DIM("d", 2, 1, 3, AT_ZERO_INVALID)},
+        .batch_dim = -1,
+        .n_ops = 5,
+        .ops = {{"bandwidths", AT_IN, AT_F32, AT_FILL_POSITIVE, ONE, EXT(MC_NBW), EXT(MC_D),
+                 AT_HAS_LD, NULL},
+                {"x", AT_IN, AT_F32, AT_FILL_DATA, ONE, EXT(MC_N), EXT(MC_D), AT_HAS_LD, NULL},
+                {"y", AT_IN, AT_F32, AT_FILL_DATA, ONE, ONE, EXT(MC_N), 0, NULL},
+                {"obs_weights", AT_IN_OPT, AT_F32, AT_FILL_NONNEG, ONE, ONE, EXT(MC_N), 0, NULL},
+                {"cv", AT_OUT, AT_F64, AT_FILL_DATA, ONE, ONE, EXT(MC_NBW), 0, NULL}},
+        NO_SCORE,
+        NO_MASK,
+        .n_params = 1,
+        .params = {{"types", AT_PARAM_ENUM, 0, 5}},
+        NOT_IN_PLACE,
+        .invoke = invoke_mixed_cv,
+        .finite_data = 1,
+        .agree = agree_identical,
+    },
+    {
+        .name = "nwattn_mixed_kde",
+        .n_dims = 3,
+        .dims = {DIM("m", 4, 1, 9, AT_ZERO_DEFINED),
+                 DIM_ZERO_STATUS_MIN("n", 12, 9, 30, NWATTN_ERR_DEGENERATE_DATA, 4),
+                 DIM("d", 2, 1, 3, AT_ZERO_INVALID)},
+        .batch_dim = -1,
+        .n_ops = 6,
+        .ops = {{"bandwidths", AT_IN, AT_F32, AT_FILL_POSITIVE, ONE, ONE, EXT(MK_D), 0, NULL},
+                {"xq", AT_IN, AT_F32, AT_FILL_DATA, ONE, EXT(MK_M), EXT(MK_D), AT_HAS_LD, NULL},
+                {"x", AT_IN, AT_F32, AT_FILL_DATA, ONE, EXT(MK_N), EXT(MK_D), AT_HAS_LD, NULL},
+                {"obs_weights", AT_IN_OPT, AT_F32, AT_FILL_NONNEG, ONE, ONE, EXT(MK_N), 0, NULL},
+                {"density", AT_OUT, AT_F64, AT_FILL_DATA, ONE, ONE, EXT(MK_M), 0, NULL},
+                {"loglik", AT_OUT_OPT, AT_F64, AT_FILL_DATA, ONE, ONE, ONE, 0, NULL}},
+        NO_SCORE,
+        NO_MASK,
+        .n_params = 1,
+        .params = {{"types", AT_PARAM_ENUM, 0, 5}},
+        NOT_IN_PLACE,
+        .invoke = invoke_mixed_kde,
         .finite_data = 1,
         .agree = agree_identical,
     },
