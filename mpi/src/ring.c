@@ -13,6 +13,10 @@
 #define TILE_KEYS 512
 #define TILE_ROWS 2048
 #define RING_TAG 7301
+/* No key tile straddles a query tile's first position (tile() relies on it): the runs of two
+ * ranks are disjoint, and within one run query tiles start at multiples of TILE_ROWS from the
+ * run's start, key tiles at multiples of TILE_KEYS. */
+_Static_assert(TILE_ROWS % TILE_KEYS == 0, "query tiles must start on key-tile boundaries");
 
 void nm_layouts(nm_call *call, nwattn_mpi_layout layout, const uint64_t *counts,
                 nm_layout *layouts) {
@@ -74,7 +78,8 @@ typedef struct ring_work {
 /* Queries at global positions q0 .. q0+qn-1 (local rows from qrow) against keys at global
  * positions k0 .. k0+kn-1 (k, v: their rows). The masks depend on key - query only, so they
  * are shifted: keys at or after q0 get key_offset k0 - q0; keys before q0 are never masked
- * (causal: before every query; leave-one-out: no query there). The caller splits at q0. */
+ * (causal: before every query; leave-one-out: no query there). No tile holds keys on both
+ * sides of q0 (see TILE_ROWS). */
 static void tile(ring_work *w, size_t q0, size_t qn, size_t qrow, size_t k0, size_t kn,
                  const float *k, const float *v) {
     const nm_ring *r = w->ring;
@@ -134,10 +139,9 @@ static void compute_block(ring_work *w, const nm_layout *src, const float *block
             for (int ks = 0; ks < src->n_segments; ks++) {
                 const nm_segment *key = &src->segment[ks];
                 for (size_t j0 = 0; j0 < key->count;) {
-                    size_t kn = key->count - j0 < TILE_KEYS ? key->count - j0 : TILE_KEYS;
+                    const size_t kn = key->count - j0 < TILE_KEYS ? key->count - j0
+                                                                  : TILE_KEYS;
                     const size_t k0 = key->offset + j0;
-                    if (k0 < q0 && k0 + kn > q0)
-                        kn = q0 - k0; /* split at the first query (see tile) */
                     const size_t row = key->row + j0;
                     tile(w, q0, qn, q->row + i0, k0, kn, kb + row * r->d, vb + row * r->dv);
                     progress(w, requests, n_requests);
