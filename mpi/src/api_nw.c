@@ -72,10 +72,10 @@ static nwattn_status check_regression(nm_call *call, const nwattn_regression *mo
                 "fewer than %zu", *n_total, min_n);
     check_finite(call, "x", x, n_local, d, ldx);
     check_finite(call, "y", y, n_local, dv, ldy);
-    if (model) {
-        nm_signature(call, "model.kernel", (uint64_t)model->kernel, NWATTN_ERR_BAD_PARAMETER);
-        nm_signature(call, "model.degree", (uint64_t)model->degree, NWATTN_ERR_BAD_PARAMETER);
-    }
+    const nwattn_regression none = {0};
+    const nwattn_regression *signed_model = model ? model : &none;
+    nm_signature(call, "model.kernel", (uint64_t)signed_model->kernel, NWATTN_ERR_BAD_PARAMETER);
+    nm_signature(call, "model.degree", (uint64_t)signed_model->degree, NWATTN_ERR_BAD_PARAMETER);
     nm_signature(call, "d", d, NWATTN_ERR_BAD_DIMENSION);
     nm_signature(call, "dv", dv, NWATTN_ERR_BAD_DIMENSION);
     return NWATTN_OK;
@@ -148,10 +148,10 @@ nwattn_status nwattn_mpi_nw_cv(nwattn_context *ctx, MPI_Comm comm,
     else if (n_bw > 1 && ldb < d)
         nm_fail(&call, NWATTN_ERR_BAD_LEADING_DIM, "ldb is %zu, smaller than d = %zu", ldb, d);
     nm_signature(&call, "n_bw", n_bw, NWATTN_ERR_BAD_DIMENSION);
-    if (n_bw > 0 && bandwidths && call.status == NWATTN_OK)
-        nm_signature(&call, "bandwidths (hash)",
-                     nm_hash(bandwidths, ((n_bw - 1) * ldb + d) * sizeof(float)),
-                     NWATTN_ERR_BAD_PARAMETER);
+    const int hashable = n_bw > 0 && bandwidths && call.status == NWATTN_OK;
+    nm_signature(&call, "bandwidths (hash)",
+                 hashable ? nm_hash(bandwidths, ((n_bw - 1) * ldb + d) * sizeof(float)) : 0,
+                 NWATTN_ERR_BAD_PARAMETER);
     if (nm_agree(&call) == NWATTN_OK)
         check_spread(&call, n_local, d, x, ldx);
     float *yhat = nm_alloc(&call, n_local, (dv ? dv : 1) * sizeof(float), "leave-one-out fit");

@@ -17,9 +17,7 @@ static void sign_mask(nm_call *call, const nwattn_mask *mask, size_t batch, size
                  (uint64_t)(lens != NULL) | (uint64_t)(mask && mask->additive) << 1 |
                      (uint64_t)(mask && mask->keep) << 2,
                  NWATTN_ERR_BAD_PARAMETER);
-    if (lens == NULL)
-        return;
-    size_t count = (flags & NWATTN_MASK_LENS_PER_ROW) ? batch * m : batch;
+    size_t count = lens == NULL ? 0 : (flags & NWATTN_MASK_LENS_PER_ROW) ? batch * m : batch;
     nm_signature(call, "mask.valid_lens (hash)", nm_hash(lens, count * sizeof *lens),
                  NWATTN_ERR_BAD_PARAMETER);
     for (size_t i = 0; i < count; i++)

@@ -102,13 +102,20 @@ uint64_t nm_hash(const void *data, size_t bytes) { /* FNV-1a, 64 bits */
 }
 
 nwattn_status nm_agree(nm_call *call) {
-    const size_t k = call->n_signature;
-    uint64_t words[1 + 2 * NM_MAX_SIGNATURE];
+    /* A failure every rank has agreed on stays agreed: no rank communicates about it again. */
+    if (call->agreed)
+        return call->status;
+    /* Always the full length, so that ranks whose signatures differ in length (a bug, or
+     * a caller's NULL on one rank) still make one matching call and see a disagreement. */
+    const size_t k = NM_MAX_SIGNATURE;
+    uint64_t words[1 + 2 * NM_MAX_SIGNATURE] = {0};
     words[0] = call->status == NWATTN_OK ? 0 : (uint64_t)(call->size - call->rank);
     for (size_t i = 0; i < k; i++) {
-        words[1 + i] = call->signature[i];
-        words[1 + k + i] = ~call->signature[i];
+        const uint64_t value = i < call->n_signature ? call->signature[i] : 0;
+        words[1 + i] = value;
+        words[1 + k + i] = ~value;
     }
+    const size_t n_signature = call->n_signature;
     call->n_signature = 0;
     int rc = MPI_Allreduce(MPI_IN_PLACE, words, (int)(1 + 2 * k), MPI_UINT64_T, MPI_MAX,
                            call->comm);
@@ -130,19 +137,23 @@ nwattn_status nm_agree(nm_call *call) {
         call->status = (nwattn_status)packet[0];
         snprintf(call->message, sizeof call->message, "rank %d: %s", root, text);
         call->failed_rank = root;
+        call->agreed = 1;
         return call->status;
     }
     for (size_t i = 0; i < k; i++) {
         uint64_t largest = words[1 + i], smallest = ~words[1 + k + i];
         if (largest != smallest) {
-            call->status = call->signature_status[i];
+            const int known = i < n_signature;
+            call->status = known ? call->signature_status[i] : NWATTN_ERR_BAD_PARAMETER;
             char text[NWATTN_MPI_MESSAGE_BYTES];
             snprintf(text, sizeof text, "the ranks disagree on %s (one of them passes %llu, "
                      "another %llu): it must be the same on every rank",
-                     call->signature_name[i], (unsigned long long)smallest,
+                     known ? call->signature_name[i] : "the arguments given",
+                     (unsigned long long)smallest,
                      (unsigned long long)largest);
             set_message(call, text);
             call->failed_rank = call->size; /* not one rank's fault */
+            call->agreed = 1;
             return call->status;
         }
     }

@@ -17,6 +17,7 @@ typedef struct nm_call {
     nwattn_status status; /* this rank's first failure, NWATTN_OK if none */
     char message[NWATTN_MPI_MESSAGE_BYTES];
     nwattn_mpi_error *error; /* the caller's, or NULL */
+    int agreed;              /* status is a failure every rank has agreed on */
     int failed_rank;         /* set by nm_agree: the failing rank, or size on disagreement */
     size_t n_signature;
     uint64_t signature[NM_MAX_SIGNATURE];
