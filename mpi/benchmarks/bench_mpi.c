@@ -1,7 +1,8 @@
 /* libnwattn_mpi benchmark: throughput of the two sharding schemes against one rank, the
  * ring's exposed communication, and the two reductions.
  *
- *   mpirun -np P bench_mpi [n = 16384] [d = 64] [reps = 3]
+ *   mpirun -np P bench_mpi [n = 16384] [d = 64] [reps = 3] [reduce]
+ * ("reduce": the reductions only)
  *
  * m = n queries, n keys, d = dv. All ratios come from one run: the one-rank baselines run on
  * rank 0 while the other ranks sleep (MPI_Ibarrier polled every millisecond, so they leave
@@ -57,7 +58,7 @@ typedef int (*job)(void *);
 
 /* Median over reps of the slowest rank's time (all ranks, or rank 0 alone). */
 static double timed(job fn, void *arg, int reps, int alone) {
-    double t[16];
+    double t[32];
     for (int r = 0; r <= reps; r++) { /* run 0 warms up */
         if (alone && rank_ != 0) {
             idle_until_rank0();
@@ -74,7 +75,7 @@ static double timed(job fn, void *arg, int reps, int alone) {
         if (alone)
             idle_until_rank0();
     }
-    double worst[16];
+    double worst[32];
     MPI_Allreduce(t, worst, reps + 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     qsort(worst + 1, (size_t)reps, sizeof(double), cmp);
     return worst[1 + reps / 2];
@@ -197,27 +198,32 @@ int main(int argc, char **argv) {
             memcpy(s.zv + row * d, s.v + (off[c] + i) * d, d * 4);
         }
     const double pairs = (double)n * (double)n;
-    double t1 = timed(one_rank, &s, reps, 1);
+    const int reduce_alone = argc > 4 && strcmp(argv[4], "reduce") == 0;
+    double t1 = 0, t1c = 0, tk = 0, tr = 0, trc = 0, tz = 0;
+    if (reduce_alone)
+        goto reductions;
+    t1 = timed(one_rank, &s, reps, 1);
     s.flags = NWATTN_MASK_CAUSAL;
-    double t1c = timed(one_rank, &s, reps, 1);
+    t1c = timed(one_rank, &s, reps, 1);
     s.flags = 0;
     s.how = NWATTN_MPI_REDUCTION_AUTO;
-    double tk = timed(sharded, &s, reps, 0);
-    double tr = timed(ring, &s, reps, 0);
-    double trc = timed(ring_compute, &s, reps, 0);
+    tk = timed(sharded, &s, reps, 0);
+    tr = timed(ring, &s, reps, 0);
+    trc = timed(ring_compute, &s, reps, 0);
     const size_t keep_local = s.n_local;
     s.n_local = zr;
-    double tz = timed(ring_causal, &s, reps, 0);
+    tz = timed(ring_causal, &s, reps, 0);
     s.n_local = keep_local;
+reductions:;
     double red[2][2];
     for (int how = 1; how <= 2; how++) {
         s.how = (nwattn_mpi_reduction)how;
         s.m = n;
         red[how - 1][0] = timed(reduce_only, &s, reps, 0);
         s.m = 1;
-        red[how - 1][1] = timed(reduce_only, &s, 20 > 15 ? 15 : reps, 0);
+        red[how - 1][1] = timed(reduce_only, &s, 15, 0);
     }
-    if (rank_ == 0) {
+    if (rank_ == 0 && !reduce_alone) {
         printf("bench_mpi: P = %d ranks, m = n = %zu, d = dv = %zu, dot score, median of %d\n",
                size_, n, d, reps);
         printf("  %-14s %9.3f s  %7.2f Gpairs/s\n", "one-rank", t1, pairs / t1 * 1e-9);
@@ -229,6 +235,10 @@ int main(int argc, char **argv) {
                "ring-compute", trc, 100.0 * (tr - trc) / tr);
         printf("  %-14s %9.3f s  (one rank causal %.3f s)  %5.2fx one rank\n", "ring-causal",
                tz, t1c, t1c / tz);
+    }
+    if (rank_ == 0) {
+        printf("  reductions: P = %d, m = %zu (and 1), dv = %zu, median of %d\n", size_, n, d,
+               reps);
         printf("  %-14s %9.3f ms (m = n)  %9.3f ms (m = 1)\n", "reduce-userop",
                red[0][0] * 1e3, red[0][1] * 1e3);
         printf("  %-14s %9.3f ms (m = n)  %9.3f ms (m = 1)\n", "reduce-maxsum",

@@ -1,0 +1,172 @@
+"""nwattn.mpi: libnwattn_mpi through an mpi4py communicator (``import nwattn.mpi``).
+
+Needs mpi4py (Debian: python3-mpi4py) and libnwattn_mpi.so.0, found as
+``NWATTN_MPI_LIBRARY`` (a path to the library or its directory), else through the dynamic
+loader, else next to the libnwattn this package loaded (its directory, or ``../mpi/`` of a
+build tree). Every function is collective over ``comm``: call it on every rank. Errors are
+collective too: every rank raises :class:`nwattn.NWAttnError` with the same status and
+message (``err.rank`` says which rank failed). Shapes are 2-D (no batch axes); the C header
+``nwattn_mpi.h`` and docs/mpi.md are the reference.
+"""
+import ctypes
+import os
+import pathlib
+from ctypes import c_int, c_size_t, c_uint, c_void_p
+
+import numpy as np
+from mpi4py import MPI
+
+from . import _arrays as A
+from ._capi import Mask, library_path
+from ._context import resolve
+from ._core import make_score
+from ._errors import NWAttnError
+
+ENV_VAR = "NWATTN_MPI_LIBRARY"
+SONAME = "libnwattn_mpi.so.0"
+ERR_COMM = 64  # NWATTN_MPI_ERR_COMM
+
+
+def _load():
+    tried = []
+    override = os.environ.get(ENV_VAR)
+    candidates = []
+    if override:
+        path = pathlib.Path(override)
+        candidates.append(str(path / SONAME if path.is_dir() else path))
+    else:
+        candidates.append(SONAME)
+        core_dir = pathlib.Path(library_path).resolve().parent if os.path.sep in \
+            str(library_path) else None
+        if core_dir is not None:
+            candidates += [str(core_dir / SONAME), str(core_dir.parent / "mpi" / SONAME)]
+    for target in candidates:
+        try:
+            return ctypes.CDLL(target), target
+        except OSError as exc:
+            tried.append(f"  {target}: {exc}")
+    raise ImportError("nwattn.mpi: libnwattn_mpi could not be loaded; tried:\n" +
+                      "\n".join(tried))
+
+
+lib, mpi_library_path = _load()
+
+# MPI_Comm is a pointer in Open MPI and an int in MPICH: mpi4py knows its size.
+comm_t = c_void_p if MPI._sizeof(MPI.Comm) == ctypes.sizeof(c_void_p) else c_int
+S, F = c_size_t, c_void_p
+
+
+class Error(ctypes.Structure):
+    """struct nwattn_mpi_error"""
+
+    _fields_ = [("status", c_int), ("rank", c_int), ("message", ctypes.c_char * 256)]
+
+
+_PROTOTYPES = {
+    "nwattn_mpi_pool_sharded_keys": (c_int, (c_void_p, comm_t, c_int, c_void_p, c_void_p,
+                                             S, S, S, S, S, F, S, S, F, S, S, F, S, S, F, S, S,
+                                             F, S, ctypes.POINTER(Error))),
+    "nwattn_mpi_ring_attention": (c_int, (c_void_p, comm_t, c_void_p, c_uint, c_int, S, S, S,
+                                          F, S, F, S, F, S, F, S, F, ctypes.POINTER(Error))),
+    "nwattn_mpi_zigzag_chunks": (c_int, (S, c_int, c_int, ctypes.POINTER(S),
+                                         ctypes.POINTER(S))),
+    "nwattn_mpi_version_number": (c_uint, ()),
+}
+for _name, (_res, _args) in _PROTOTYPES.items():
+    _fn = getattr(lib, _name)
+    _fn.restype, _fn.argtypes = _res, list(_args)
+
+REDUCTIONS = {"auto": 0, "user_op": 1, "max_then_sum": 2}
+LAYOUTS = {"contiguous": 0, "zigzag": 1}
+
+
+def _handle(comm):
+    if not isinstance(comm, MPI.Comm):
+        raise TypeError(f"comm must be an mpi4py communicator, not {type(comm).__name__}")
+    return comm_t(MPI._handleof(comm))
+
+
+def _raise(status, err, function):
+    if status != 0:
+        exc = NWAttnError(status, err.message.decode(errors="replace"), function)
+        exc.rank = err.rank
+        raise exc
+
+
+def _rows(x, name, cols=None):
+    arr = np.ascontiguousarray(A.float_input(x, name))
+    if arr.ndim != 2:
+        raise ValueError(f"{name}: a 2-D array (rows, features), not shape {arr.shape}")
+    if cols is not None and arr.shape[1] != cols:
+        raise ValueError(f"{name}: {arr.shape[1]} columns, expected {cols}")
+    return arr
+
+
+def pool_sharded_keys(q, k, v, comm, *, score="dot", scale=None, bandwidth=None,
+                      bandwidths=None, causal=False, leave_one_out=False, reduction="auto",
+                      lse=False, ctx=None):
+    """``nwattn_mpi_pool_sharded_keys``: q (m, d) the same on every rank, this rank's keys k
+    (n_local, d) and values v (n_local, dv), in rank order. Returns O (m, dv) — the pooling
+    over every rank's keys, on every rank — or (O, lse) with ``lse=True``. Causal and
+    leave-one-out masks count global key positions."""
+    ctx = resolve(ctx)
+    q = _rows(q, "q")
+    m, d = q.shape
+    k = _rows(k, "k", d)
+    v = np.ascontiguousarray(A.float_input(v, "v"))
+    if v.ndim != 2 or v.shape[0] != k.shape[0]:
+        raise ValueError(f"v: shape {v.shape}, expected ({k.shape[0]}, dv)")
+    dv = v.shape[1]
+    sc, alive = make_score(score, scale, bandwidth, bandwidths, d)
+    flags = (2 if causal else 0) | (1 if leave_one_out else 0)
+    mask = Mask(flags, None, None, 0, 0, None, 0, 0)
+    o = np.zeros((m, dv), np.float32)
+    lse_out = np.zeros(m, np.float32)
+    err = Error()
+    status = lib.nwattn_mpi_pool_sharded_keys(
+        ctx.handle, _handle(comm), REDUCTIONS[reduction], ctypes.byref(sc),
+        ctypes.byref(mask), 1, m, k.shape[0], d, dv, q.ctypes.data, d, 0,
+        k.ctypes.data, d, 0, v.ctypes.data, max(dv, 1), 0, o.ctypes.data, max(dv, 1), 0,
+        lse_out.ctypes.data, 0, ctypes.byref(err))
+    del alive
+    _raise(status, err, "nwattn_mpi_pool_sharded_keys")
+    return (o, lse_out) if lse else o
+
+
+def ring_attention(q, k, v, comm, *, score="dot", scale=None, bandwidth=None,
+                   bandwidths=None, causal=False, leave_one_out=False, layout="contiguous",
+                   lse=False, ctx=None):
+    """``nwattn_mpi_ring_attention``: self-attention over a sequence sharded by positions;
+    q, k (n_local, d) and v (n_local, dv) are this rank's rows (``layout`` "contiguous": rank
+    order; "zigzag": the two chunks of :func:`zigzag_chunks`). Returns this rank's rows of O
+    (n_local, dv), or (O, lse) with ``lse=True``."""
+    ctx = resolve(ctx)
+    q = _rows(q, "q")
+    n, d = q.shape
+    k = _rows(k, "k", d)
+    v = np.ascontiguousarray(A.float_input(v, "v"))
+    if k.shape[0] != n or v.ndim != 2 or v.shape[0] != n:
+        raise ValueError("q, k and v must hold the same rows")
+    dv = v.shape[1]
+    sc, alive = make_score(score, scale, bandwidth, bandwidths, d)
+    flags = (2 if causal else 0) | (1 if leave_one_out else 0)
+    o = np.zeros((n, dv), np.float32)
+    lse_out = np.zeros(n, np.float32)
+    err = Error()
+    status = lib.nwattn_mpi_ring_attention(
+        ctx.handle, _handle(comm), ctypes.byref(sc), flags, LAYOUTS[layout], n, d, dv,
+        q.ctypes.data, d, k.ctypes.data, d, v.ctypes.data, max(dv, 1), o.ctypes.data,
+        max(dv, 1), lse_out.ctypes.data, ctypes.byref(err))
+    del alive
+    _raise(status, err, "nwattn_mpi_ring_attention")
+    return (o, lse_out) if lse else o
+
+
+def zigzag_chunks(n_total, ranks, rank):
+    """``nwattn_mpi_zigzag_chunks``: ((offset0, count0), (offset1, count1)) of ``rank``."""
+    offsets, counts = (c_size_t * 2)(), (c_size_t * 2)()
+    status = lib.nwattn_mpi_zigzag_chunks(n_total, ranks, rank, offsets, counts)
+    if status != 0:
+        raise NWAttnError(status, f"zigzag_chunks({n_total}, {ranks}, {rank}): bad rank",
+                          "nwattn_mpi_zigzag_chunks")
+    return (offsets[0], counts[0]), (offsets[1], counts[1])

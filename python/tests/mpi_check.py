@@ -1,0 +1,79 @@
+"""nwattn.mpi under mpiexec (ctest: mpi.python.npN): every rank compares the MPI calls with the
+one-process nwattn.pool on the whole problem, for random shards (empty ones included), masks
+and both layouts; a bad argument on the last rank raises the same error on every rank.
+Exit 77 (skipped) without mpi4py or numpy."""
+import sys
+
+try:
+    import numpy as np
+    from mpi4py import MPI
+except ImportError as exc:
+    print(f"skipped: {exc}")
+    sys.exit(77)
+
+import nwattn
+import nwattn.mpi as nm
+
+comm = MPI.COMM_WORLD
+rank, size = comm.Get_rank(), comm.Get_size()
+failures = 0
+
+
+def expect(ok, what):
+    global failures
+    ok = comm.allreduce(bool(ok), op=MPI.LAND)
+    if not ok:
+        failures += 1
+        if rank == 0:
+            print("FAIL:", what)
+
+
+rng = np.random.default_rng(5)  # the same stream on every rank
+for case in range(12):
+    m, n, d, dv = rng.integers(1, 20), rng.integers(0, 60), rng.integers(1, 9), rng.integers(1, 4)
+    q = rng.uniform(-1, 1, (m, d)).astype(np.float32)
+    k = rng.uniform(-1, 1, (n, d)).astype(np.float32)
+    v = rng.uniform(-1, 1, (n, dv)).astype(np.float32)
+    cuts = np.sort(rng.integers(0, n + 1, size - 1))
+    bounds = np.concatenate([[0], cuts, [n]]).astype(int)
+    a, b = bounds[rank], bounds[rank + 1]
+    causal, loo = bool(case % 2), bool(case % 3 == 0)
+    ref = nwattn.Context(nwattn.Backend.REFERENCE)
+    o1 = nwattn.pool(q, k, v, causal=causal, leave_one_out=loo, ctx=ref)
+    for how in ("auto", "user_op", "max_then_sum"):
+        o = nm.pool_sharded_keys(q, k[a:b], v[a:b], comm, causal=causal, leave_one_out=loo,
+                                 reduction=how)
+        expect(np.allclose(o, o1, atol=2e-5, rtol=0), f"case {case} {how}: sharded keys")
+    # self-attention over the whole sequence of n rows (q = k)
+    s1 = nwattn.pool(k, k, v, causal=causal, leave_one_out=loo, ctx=ref)
+    o = nm.ring_attention(k[a:b], k[a:b], v[a:b], comm, causal=causal, leave_one_out=loo)
+    expect(np.allclose(o, s1[a:b], atol=2e-5, rtol=0), f"case {case}: ring contiguous")
+    (o0, c0), (o1_, c1) = nm.zigzag_chunks(n, size, rank)
+    rows = np.r_[o0:o0 + c0, o1_:o1_ + c1].astype(int)
+    o = nm.ring_attention(k[rows], k[rows], v[rows], comm, causal=causal, layout="zigzag")
+    s2 = nwattn.pool(k, k, v, causal=causal, ctx=ref)
+    expect(np.allclose(o, s2[rows], atol=2e-5, rtol=0), f"case {case}: ring zigzag")
+
+# a collective error: the last rank's q has the wrong width
+q = np.ones((3, 2 if rank != size - 1 else 3), np.float32)
+try:
+    nm.pool_sharded_keys(q, np.ones((2, q.shape[1]), np.float32), np.ones((2, 1), np.float32),
+                         comm)
+    raised = None
+except nwattn.NWAttnError as exc:
+    raised = exc
+msg = raised.message if raised else ""
+if size > 1:  # one rank cannot disagree with itself
+    expect(raised is not None and raised.status == nwattn.Status.ERR_BAD_DIMENSION and
+           "disagree on d" in msg, "disagreeing d raises BAD_DIMENSION everywhere")
+else:
+    expect(raised is None, "one rank: the call succeeds")
+expect(comm.bcast(msg, root=0) == msg, "the same message on every rank")
+try:
+    nm.pool_sharded_keys(q, q, q, "not a communicator")
+    expect(False, "a non-communicator is refused")
+except TypeError:
+    pass
+if rank == 0:
+    print(f"nwattn.mpi on {size} ranks: {'FAILED' if failures else 'ok'}")
+sys.exit(1 if failures else 0)
