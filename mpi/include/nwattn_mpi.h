@@ -159,6 +159,26 @@ NWATTN_MPI_API nwattn_status nwattn_mpi_ring_attention(
     float *o, size_t ldo, float *lse,
     nwattn_mpi_error *error);
 
+/* ---- 3. Multi-head attention over ranks: heads split (DeepSpeed-Ulysses) ----------------- */
+/* Self-attention of `heads` heads over a sequence sharded by positions (contiguous layout:
+ * rank r holds n_local consecutive positions, in rank order, 0 allowed). A row of q and k is
+ * heads × dh floats, a row of v and o heads × dvh (head h in columns h·dh .. h·dh + dh - 1,
+ * as nwattn_attention's concatenated heads). One MPI_Alltoallv hands every rank heads / p
+ * whole heads (all positions), each is pooled over the whole sequence by nwattn_pool (the
+ * context's backend and threads; masks on global positions), and a second MPI_Alltoallv
+ * returns each rank its rows of every head. heads must be a multiple of the rank count
+ * (NWATTN_ERR_BAD_DIMENSION). mask_flags: 0, NWATTN_MASK_CAUSAL, NWATTN_MASK_LEAVE_ONE_OUT.
+ * Results: each head is one nwattn_pool call on the whole sequence, the call one process
+ * would make, so they do not depend on the rank count (tested against per-head nwattn_pool:
+ * the same bits here, though a BLAS may round differently at another row pitch). Memory per rank: the whole sequence of its heads,
+ * n · (heads / p) · (2 dh + 2 dvh) floats, plus its own rows twice. Replicated: score,
+ * mask_flags, heads, dh, dvh. */
+NWATTN_MPI_API nwattn_status nwattn_mpi_ulysses_attention(
+    nwattn_context *ctx, MPI_Comm comm, const nwattn_score *score, unsigned mask_flags,
+    size_t heads, size_t n_local, size_t dh, size_t dvh,
+    const float *q, size_t ldq, const float *k, size_t ldk, const float *v, size_t ldv,
+    float *o, size_t ldo, nwattn_mpi_error *error);
+
 /* ---- 4. Nadaraya-Watson regression over a sharded training set --------------------------- */
 /* The training pairs (x, y) are sharded (n_local rows on this rank, rank order); queries xq
  * (m × d) are replicated, and every rank receives all m predictions yq (m × dv).
