@@ -68,6 +68,8 @@ _PROTOTYPES = {
                                              F, S, ctypes.POINTER(Error))),
     "nwattn_mpi_ring_attention": (c_int, (c_void_p, comm_t, c_void_p, c_uint, c_int, S, S, S,
                                           F, S, F, S, F, S, F, S, F, ctypes.POINTER(Error))),
+    "nwattn_mpi_ulysses_attention": (c_int, (c_void_p, comm_t, c_void_p, c_uint, S, S, S, S,
+                                             F, S, F, S, F, S, F, S, ctypes.POINTER(Error))),
     "nwattn_mpi_zigzag_chunks": (c_int, (S, c_int, c_int, ctypes.POINTER(S),
                                          ctypes.POINTER(S))),
     "nwattn_mpi_version_number": (c_uint, ()),
@@ -160,6 +162,38 @@ def ring_attention(q, k, v, comm, *, score="dot", scale=None, bandwidth=None,
     del alive
     _raise(status, err, "nwattn_mpi_ring_attention")
     return (o, lse_out) if lse else o
+
+
+def ulysses_attention(q, k, v, comm, heads, *, score="dot", scale=None, bandwidth=None,
+                      bandwidths=None, causal=False, leave_one_out=False, ctx=None):
+    """``nwattn_mpi_ulysses_attention``: multi-head self-attention with the heads split over
+    the ranks. q, k (n_local, heads·dh) and v (n_local, heads·dvh) are this rank's
+    consecutive positions (rank order), head h in columns h·dh ...; heads must be a multiple
+    of the rank count. Returns this rank's rows of the concatenated heads (n_local,
+    heads·dvh). The score applies per head (d = dh; the dot score's default scale is
+    1/sqrt(dh))."""
+    ctx = resolve(ctx)
+    q = _rows(q, "q")
+    n, width = q.shape
+    heads = int(heads)
+    if heads <= 0 or width % heads:
+        raise ValueError(f"q: {width} columns do not split into {heads} heads")
+    k = _rows(k, "k", width)
+    v = np.ascontiguousarray(A.float_input(v, "v"))
+    if k.shape[0] != n or v.ndim != 2 or v.shape[0] != n or v.shape[1] % heads:
+        raise ValueError("q, k and v must hold the same rows, v's columns split into heads")
+    dh, dvh = width // heads, v.shape[1] // heads
+    sc, alive = make_score(score, scale, bandwidth, bandwidths, dh)
+    flags = (2 if causal else 0) | (1 if leave_one_out else 0)
+    o = np.zeros((n, heads * dvh), np.float32)
+    err = Error()
+    status = lib.nwattn_mpi_ulysses_attention(
+        ctx.handle, _handle(comm), ctypes.byref(sc), flags, heads, n, dh, dvh, q.ctypes.data,
+        width, k.ctypes.data, width, v.ctypes.data, max(v.shape[1], 1), o.ctypes.data,
+        max(heads * dvh, 1), ctypes.byref(err))
+    del alive
+    _raise(status, err, "nwattn_mpi_ulysses_attention")
+    return o
 
 
 def zigzag_chunks(n_total, ranks, rank):

@@ -54,6 +54,16 @@ for case in range(12):
     s2 = nwattn.pool(k, k, v, causal=causal, ctx=ref)
     expect(np.allclose(o, s2[rows], atol=2e-5, rtol=0), f"case {case}: ring zigzag")
 
+    # heads split over the ranks: per-head pooling of the whole sequence
+    heads, dh = size * (1 + case % 2), int(d)
+    qh = rng.uniform(-1, 1, (n, heads * dh)).astype(np.float32)
+    vh = rng.uniform(-1, 1, (n, heads * 2)).astype(np.float32)
+    want = np.concatenate([nwattn.pool(qh[:, h * dh:(h + 1) * dh], qh[:, h * dh:(h + 1) * dh],
+                                       vh[:, 2 * h:2 * h + 2], causal=causal, ctx=ref)
+                           for h in range(heads)], axis=1) if n else np.zeros((0, 2 * heads))
+    o = nm.ulysses_attention(qh[a:b], qh[a:b], vh[a:b], comm, heads, causal=causal)
+    expect(np.allclose(o, want[a:b], atol=2e-5, rtol=0), f"case {case}: ulysses")
+
 # a collective error: the last rank's q has the wrong width
 q = np.ones((3, 2 if rank != size - 1 else 3), np.float32)
 try:
