@@ -10,6 +10,20 @@
 
 static int fits_int(size_t x) { return x <= INT_MAX; }
 
+/* MPI_Alltoallv of rows of `width` floats (counts and displacements in rows). */
+static int alltoallv_rows(const float *send, const int *send_n, const int *send_at, float *recv,
+                          const int *recv_n, const int *recv_at, size_t width, MPI_Comm comm) {
+    MPI_Datatype row;
+    int rc = MPI_Type_contiguous((int)width, MPI_FLOAT, &row);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    rc = MPI_Type_commit(&row);
+    if (rc == MPI_SUCCESS)
+        rc = MPI_Alltoallv(send, send_n, send_at, row, recv, recv_n, recv_at, row, comm);
+    MPI_Type_free(&row);
+    return rc;
+}
+
 nwattn_status nwattn_mpi_ulysses_attention(nwattn_context *ctx, MPI_Comm comm,
                                            const nwattn_score *score, unsigned mask_flags,
                                            size_t heads, size_t n_local, size_t dh, size_t dvh,
@@ -77,23 +91,15 @@ nwattn_status nwattn_mpi_ulysses_attention(nwattn_context *ctx, MPI_Comm comm,
                    hp * dvh * sizeof(float));
         }
     int *send_n = ints, *send_at = ints + p, *recv_n = ints + 2 * p, *recv_at = ints + 3 * p;
-    MPI_Datatype in_row, out_row = MPI_DATATYPE_NULL;
-    int rc = MPI_Type_contiguous((int)w_in, MPI_FLOAT, &in_row);
-    if (rc == MPI_SUCCESS)
-        rc = MPI_Type_commit(&in_row);
-    if (rc == MPI_SUCCESS) {
-        size_t at = 0;
-        for (int r = 0; r < p; r++) {
-            send_n[r] = (int)n_local;
-            send_at[r] = (int)((size_t)r * n_local);
-            recv_n[r] = (int)counts[r];
-            recv_at[r] = (int)at;
-            at += counts[r];
-        }
-        rc = MPI_Alltoallv(packed, send_n, send_at, in_row, gathered, recv_n, recv_at, in_row,
-                           call.comm);
-        MPI_Type_free(&in_row);
+    size_t at = 0;
+    for (int r = 0; r < p; r++) {
+        send_n[r] = (int)n_local;
+        send_at[r] = (int)((size_t)r * n_local);
+        recv_n[r] = (int)counts[r];
+        recv_at[r] = (int)at;
+        at += counts[r];
     }
+    int rc = alltoallv_rows(packed, send_n, send_at, gathered, recv_n, recv_at, w_in, call.comm);
     if (rc != MPI_SUCCESS) {
         status = nm_mpi_failed(&call, rc, "MPI_Alltoallv of the heads");
         goto done;
@@ -111,14 +117,9 @@ nwattn_status nwattn_mpi_ulysses_attention(nwattn_context *ctx, MPI_Comm comm,
     }
     if ((status = nm_agree(&call)) != NWATTN_OK)
         goto done;
-    rc = MPI_Type_contiguous((int)(w_out ? w_out : 1), MPI_FLOAT, &out_row);
-    if (rc == MPI_SUCCESS)
-        rc = MPI_Type_commit(&out_row);
-    if (rc == MPI_SUCCESS) { /* the counts swap roles */
-        rc = MPI_Alltoallv(pooled, recv_n, recv_at, out_row, back, send_n, send_at, out_row,
-                           call.comm);
-        MPI_Type_free(&out_row);
-    }
+    /* back again: the counts swap roles */
+    rc = alltoallv_rows(pooled, recv_n, recv_at, back, send_n, send_at, w_out ? w_out : 1,
+                        call.comm);
     if (rc != MPI_SUCCESS) {
         status = nm_mpi_failed(&call, rc, "MPI_Alltoallv of the outputs");
         goto done;

@@ -100,14 +100,9 @@ static void refusals(void **state) {
     nwattn_context_destroy(ctx);
 }
 
-int main(int argc, char **argv) {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(predict_and_cv),
-        cmocka_unit_test(refusals),
-    };
-    MPI_Init(&argc, &argv);
-    int failed = cmocka_run_group_tests(tests, NULL, NULL) != 0;
-    MPI_Allreduce(MPI_IN_PLACE, &failed, 1, MPI_INT, MPI_LOR, MPI_COMM_WORLD);
-    MPI_Finalize();
-    return failed;
-}
+static const struct CMUnitTest tests[] = {
+    cmocka_unit_test(predict_and_cv),
+    cmocka_unit_test(refusals),
+};
+
+MT_MAIN(tests)

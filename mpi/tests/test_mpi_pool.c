@@ -399,22 +399,17 @@ static void error_null_comm(void **state) {
     expect_everywhere(&e, s, NWATTN_ERR_NULL_POINTER, &err, -1, "MPI_COMM_NULL");
 }
 
-int main(int argc, char **argv) {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(random_cases),
-        cmocka_unit_test(non_finite_rows),
-        cmocka_unit_test(error_null_on_last_rank),
-        cmocka_unit_test(error_bad_leading_dim_everywhere),
-        cmocka_unit_test(error_shape_disagreement),
-        cmocka_unit_test(error_score_disagreement),
-        cmocka_unit_test(error_valid_length_beyond_global_n),
-        cmocka_unit_test(error_alloc_on_last_rank),
-        cmocka_unit_test(error_bad_enum),
-        cmocka_unit_test(error_null_comm),
-    };
-    MPI_Init(&argc, &argv);
-    int failed = cmocka_run_group_tests(tests, NULL, NULL) != 0;
-    MPI_Allreduce(MPI_IN_PLACE, &failed, 1, MPI_INT, MPI_LOR, MPI_COMM_WORLD);
-    MPI_Finalize();
-    return failed;
-}
+static const struct CMUnitTest tests[] = {
+    cmocka_unit_test(random_cases),
+    cmocka_unit_test(non_finite_rows),
+    cmocka_unit_test(error_null_on_last_rank),
+    cmocka_unit_test(error_bad_leading_dim_everywhere),
+    cmocka_unit_test(error_shape_disagreement),
+    cmocka_unit_test(error_score_disagreement),
+    cmocka_unit_test(error_valid_length_beyond_global_n),
+    cmocka_unit_test(error_alloc_on_last_rank),
+    cmocka_unit_test(error_bad_enum),
+    cmocka_unit_test(error_null_comm),
+};
+
+MT_MAIN(tests)

@@ -219,16 +219,11 @@ static void errors(void **state) {
     nwattn_context_destroy(ctx);
 }
 
-int main(int argc, char **argv) {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(zigzag_chunks),
-        cmocka_unit_test(random_cases),
-        cmocka_unit_test(long_sequence),
-        cmocka_unit_test(errors),
-    };
-    MPI_Init(&argc, &argv);
-    int failed = cmocka_run_group_tests(tests, NULL, NULL) != 0;
-    MPI_Allreduce(MPI_IN_PLACE, &failed, 1, MPI_INT, MPI_LOR, MPI_COMM_WORLD);
-    MPI_Finalize();
-    return failed;
-}
+static const struct CMUnitTest tests[] = {
+    cmocka_unit_test(zigzag_chunks),
+    cmocka_unit_test(random_cases),
+    cmocka_unit_test(long_sequence),
+    cmocka_unit_test(errors),
+};
+
+MT_MAIN(tests)
