@@ -14,6 +14,9 @@
  * Conventions (beyond nwattn.h's, which hold for every matrix argument):
  * - The nwattn_context is the rank's own (one per rank and thread, as always); its backend and
  *   threads are used for the rank's local work. Different ranks may use different backends.
+ *   The core's working memory comes from the context's allocator; this library's own buffers
+ *   (partial states, ring blocks, all-to-all rows) from malloc, freed before each call
+ *   returns. Call it from one thread per communicator (any MPI thread level will do).
  * - Shards are in rank order: rank r's keys (rows of its K, V, or training points) are the
  *   global keys offset_r .. offset_r + n_r - 1 with offset_r = n_0 + ... + n_{r-1}. A rank may
  *   hold zero keys (n_r == 0; its pointers may then be NULL).

@@ -53,6 +53,9 @@ nwattn_status nwattn_mpi_ulysses_attention(nwattn_context *ctx, MPI_Comm comm,
         nm_fail(&call, NWATTN_ERR_BAD_ENUM,
                 "mask_flags 0x%x: only NWATTN_MASK_CAUSAL and NWATTN_MASK_LEAVE_ONE_OUT",
                 mask_flags);
+    if (!fits_int(heads) || !fits_int(dh) || !fits_int(dvh) || n_local > (size_t)(INT_MAX / p))
+        nm_fail(&call, NWATTN_ERR_TOO_LARGE, "heads, dh, dvh or n_local too large for MPI");
+    /* with each of them below 2^31 these products fit in size_t (64 bits) */
     const size_t hp = heads / (size_t)p, w_in = hp * (2 * dh + dvh), w_out = hp * dvh;
     if (call.status == NWATTN_OK && n_local > 0) {
         if (q == NULL || k == NULL || v == NULL)
