@@ -21,6 +21,7 @@ from ._capi import Mask, library_path
 from ._context import resolve
 from ._core import make_score
 from ._errors import NWAttnError
+from ._regression import _model
 
 ENV_VAR = "NWATTN_MPI_LIBRARY"
 SONAME = "libnwattn_mpi.so.0"
@@ -70,6 +71,10 @@ _PROTOTYPES = {
                                           F, S, F, S, F, S, F, S, F, ctypes.POINTER(Error))),
     "nwattn_mpi_ulysses_attention": (c_int, (c_void_p, comm_t, c_void_p, c_uint, S, S, S, S,
                                              F, S, F, S, F, S, F, S, ctypes.POINTER(Error))),
+    "nwattn_mpi_nw_predict": (c_int, (c_void_p, comm_t, c_void_p, F, S, S, S, S, F, S, F, S,
+                                      F, S, F, S, ctypes.POINTER(Error))),
+    "nwattn_mpi_nw_cv": (c_int, (c_void_p, comm_t, c_void_p, S, S, S, F, S, F, S, S, F, S,
+                                 F, ctypes.POINTER(Error))),
     "nwattn_mpi_zigzag_chunks": (c_int, (S, c_int, c_int, ctypes.POINTER(S),
                                          ctypes.POINTER(S))),
     "nwattn_mpi_version_number": (c_uint, ()),
@@ -194,6 +199,63 @@ def ulysses_attention(q, k, v, comm, heads, *, score="dot", scale=None, bandwidt
     del alive
     _raise(status, err, "nwattn_mpi_ulysses_attention")
     return o
+
+
+def _xy(x, y):
+    x = np.ascontiguousarray(A.float_input(x, "x", min_ndim=1), dtype=np.float32)
+    x = x[:, None] if x.ndim == 1 else x
+    y = np.ascontiguousarray(A.float_input(y, "y", min_ndim=1), dtype=np.float32)
+    y = y[:, None] if y.ndim == 1 else y
+    if x.ndim != 2 or y.ndim != 2 or x.shape[0] != y.shape[0]:
+        raise ValueError(f"x {x.shape} and y {y.shape}: the same number of rows, 1-D or 2-D")
+    return x, y
+
+
+def nw_predict(xq, x, y, bandwidth, comm, *, kernel="gaussian", ctx=None):
+    """``nwattn_mpi_nw_predict``: the local constant estimate at the queries xq (m, d), the
+    same on every rank, from every rank's training pairs (this rank's x (n_local, d), y
+    (n_local, dv); 1-D arrays are one column). Returns yq (m, dv) on every rank."""
+    ctx = resolve(ctx)
+    x, y = _xy(x, y)
+    n, d = x.shape
+    xq = np.ascontiguousarray(A.float_input(xq, "xq", min_ndim=1), dtype=np.float32)
+    xq = xq[:, None] if xq.ndim == 1 else xq
+    if xq.ndim != 2 or xq.shape[1] != d:
+        raise ValueError(f"xq: shape {xq.shape}, expected (m, {d})")
+    h = np.ascontiguousarray(np.broadcast_to(np.float32(bandwidth), (d,)), dtype=np.float32)
+    model = _model(kernel, "constant", "nearest")
+    m, dv = xq.shape[0], y.shape[1]
+    yq = np.zeros((m, dv), np.float32)
+    err = Error()
+    status = lib.nwattn_mpi_nw_predict(ctx.handle, _handle(comm), ctypes.byref(model),
+                                       h.ctypes.data, m, n, d, dv, xq.ctypes.data, d,
+                                       x.ctypes.data, d, y.ctypes.data, dv, yq.ctypes.data,
+                                       dv, ctypes.byref(err))
+    _raise(status, err, "nwattn_mpi_nw_predict")
+    return yq
+
+
+def nw_cv(x, y, bandwidths, comm, *, kernel="gaussian", ctx=None):
+    """``nwattn_mpi_nw_cv``: the exact leave-one-out CV score for each bandwidth vector of
+    ``bandwidths`` ((g, d), or (g,) when d == 1), with the training set sharded (this rank's
+    x, y). Returns g doubles, bit for bit the same on every rank."""
+    ctx = resolve(ctx)
+    x, y = _xy(x, y)
+    n, d = x.shape
+    bw = np.ascontiguousarray(A.float_input(bandwidths, "bandwidths", min_ndim=1),
+                              dtype=np.float32)
+    bw = bw[:, None] if bw.ndim == 1 and d == 1 else bw
+    if bw.ndim != 2 or bw.shape[1] != d:
+        raise ValueError(f"bandwidths: shape {bw.shape}, expected (g, {d})")
+    cv = np.zeros(bw.shape[0], np.float64)
+    model = _model(kernel, "constant", "nearest")
+    err = Error()
+    status = lib.nwattn_mpi_nw_cv(ctx.handle, _handle(comm), ctypes.byref(model), n, d,
+                                  y.shape[1], x.ctypes.data, d, y.ctypes.data, y.shape[1],
+                                  bw.shape[0], bw.ctypes.data, d, cv.ctypes.data,
+                                  ctypes.byref(err))
+    _raise(status, err, "nwattn_mpi_nw_cv")
+    return cv
 
 
 def zigzag_chunks(n_total, ranks, rank):

@@ -64,6 +64,24 @@ for case in range(12):
     o = nm.ulysses_attention(qh[a:b], qh[a:b], vh[a:b], comm, heads, causal=causal)
     expect(np.allclose(o, want[a:b], atol=2e-5, rtol=0), f"case {case}: ulysses")
 
+# regression on a sharded training set
+x = rng.uniform(0, 5, 80).astype(np.float32)
+y = np.sin(x).astype(np.float32) + rng.normal(0, 0.2, 80).astype(np.float32)
+cuts = np.sort(rng.integers(0, 81, size - 1))
+bounds = np.concatenate([[0], cuts, [80]]).astype(int)
+a, b = bounds[rank], bounds[rank + 1]
+ref = nwattn.Context(nwattn.Backend.REFERENCE)
+xq = np.linspace(0, 5, 7, dtype=np.float32)
+want = nwattn.nw_predict(xq, x, y, 0.4, ctx=ref)
+got = nm.nw_predict(xq, x[a:b], y[a:b], 0.4, comm)
+expect(np.allclose(got.ravel(), np.ravel(want), atol=2e-5, rtol=0), "nw_predict")
+grid = np.array([0.1, 0.3, 1.0], np.float32)
+want = nwattn.nw_cv(x, y, grid, ctx=ref)
+want = want[0] if isinstance(want, tuple) else want
+got = nm.nw_cv(x[a:b], y[a:b], grid, comm)
+expect(np.allclose(got, want, rtol=1e-5), "nw_cv")
+expect(comm.bcast(got.tobytes(), root=0) == got.tobytes(), "nw_cv: the same bits everywhere")
+
 # a collective error: the last rank's q has the wrong width
 q = np.ones((3, 2 if rank != size - 1 else 3), np.float32)
 try:
