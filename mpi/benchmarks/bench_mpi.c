@@ -130,7 +130,8 @@ static int ring_compute(void *p) {
     const size_t rows = s->n_local, d = s->d, at = s->offset * d;
     float *acc = calloc(rows * d, sizeof(float)), *mx = malloc(rows * sizeof(float));
     float *sm = calloc(rows, sizeof(float));
-    float *tacc = malloc(2048 * d * sizeof(float)), *tmx = malloc(2048 * 4), *tsm = malloc(2048 * 4);
+    float *tacc = malloc(2048 * d * sizeof(float));
+    float *tmx = malloc(2048 * sizeof(float)), *tsm = malloc(2048 * sizeof(float));
     for (size_t i = 0; i < rows; i++)
         mx[i] = -INFINITY;
     int rc = 0;

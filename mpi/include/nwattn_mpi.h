@@ -173,9 +173,9 @@ NWATTN_MPI_API nwattn_status nwattn_mpi_ring_attention(
  * (NWATTN_ERR_BAD_DIMENSION). mask_flags: 0, NWATTN_MASK_CAUSAL, NWATTN_MASK_LEAVE_ONE_OUT.
  * Results: each head is one nwattn_pool call on the whole sequence, the call one process
  * would make, so they do not depend on the rank count (tested against per-head nwattn_pool:
- * the same bits here, though a BLAS may round differently at another row pitch). Memory per rank: the whole sequence of its heads,
- * n · (heads / p) · (2 dh + 2 dvh) floats, plus its own rows twice. Replicated: score,
- * mask_flags, heads, dh, dvh. */
+ * the same bits here, though a BLAS may round differently at another row pitch). Memory
+ * per rank: the whole sequence of its heads, n · (heads / p) · (2 dh + 2 dvh) floats, plus
+ * its own rows twice. Replicated: score, mask_flags, heads, dh, dvh. */
 NWATTN_MPI_API nwattn_status nwattn_mpi_ulysses_attention(
     nwattn_context *ctx, MPI_Comm comm, const nwattn_score *score, unsigned mask_flags,
     size_t heads, size_t n_local, size_t dh, size_t dvh,

@@ -29,7 +29,8 @@ nwattn_status nwattn_mpi_ring_attention(nwattn_context *ctx, MPI_Comm comm,
         nm_fail(&call, NWATTN_ERR_NULL_POINTER, "ctx is NULL");
     if (mask_flags & ~(unsigned)(NWATTN_MASK_CAUSAL | NWATTN_MASK_LEAVE_ONE_OUT))
         nm_fail(&call, NWATTN_ERR_BAD_ENUM,
-                "mask_flags 0x%x: only NWATTN_MASK_CAUSAL and NWATTN_MASK_LEAVE_ONE_OUT", mask_flags);
+                "mask_flags 0x%x: only NWATTN_MASK_CAUSAL and NWATTN_MASK_LEAVE_ONE_OUT",
+                mask_flags);
     if (d == 0)
         nm_fail(&call, NWATTN_ERR_BAD_DIMENSION, "d is 0: a score needs features");
     if (n_local > 0) { /* the core checks Q when it pools; K and V are copied before that */

@@ -29,7 +29,8 @@ static void one_case(int c, size_t n, size_t d, size_t dv, nwattn_score_kind kin
                      unsigned flags, nwattn_mpi_layout layout, int on_ref) {
     at_rng rng = {0xa11ce000u + (uint64_t)c};
     const size_t ld = d + 1, ldv = dv + 2;
-    float *q = at_random(&rng, n * ld + 1, -1.5f, 1.5f), *k = at_random(&rng, n * ld + 1, -1.5f, 1.5f);
+    float *q = at_random(&rng, n * ld + 1, -1.5f, 1.5f);
+    float *k = at_random(&rng, n * ld + 1, -1.5f, 1.5f);
     float *v = at_random(&rng, n * ldv + 1, -1.0f, 1.0f);
     nwattn_score score = {kind, 1.0f / sqrtf((float)d), at_uniform(&rng, 0.4f, 2.0f), NULL};
     nwattn_mask mask = {0};
