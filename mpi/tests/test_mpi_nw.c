@@ -65,6 +65,43 @@ static void predict_and_cv(void **state) {
     nwattn_context_destroy(fast);
 }
 
+/* Bandwidth selection by grid over ranks: the argmin of the sharded CV on a log grid is the
+ * one-process argmin, and the same on every rank (the CV doubles are). */
+static void grid_selection(void **state) {
+    (void)state;
+    nwattn_context *ref = at_context(NWATTN_BACKEND_REFERENCE, 1);
+    nwattn_context *fast = at_context(NWATTN_BACKEND_AUTO, 1);
+    at_rng rng = {99};
+    const size_t n = 150, grid = 16;
+    float x[150], y[150], h[16];
+    for (size_t i = 0; i < n; i++) {
+        x[i] = at_uniform(&rng, 0.0f, 10.0f);
+        y[i] = sinf(x[i]) + at_uniform(&rng, -0.3f, 0.3f);
+    }
+    for (size_t g = 0; g < grid; g++)
+        h[g] = (float)(0.05 * pow(400.0, (double)g / (double)(grid - 1)));
+    nwattn_regression model = {NWATTN_KERNEL_GAUSSIAN, NWATTN_LOCAL_CONSTANT, 0};
+    double cv1[16], cv[16];
+    assert_int_equal(nwattn_nw_cv(ref, &model, n, 1, 1, x, 1, y, 1, grid, h, 1, cv1, NULL, 0,
+                                  NULL),
+                     NWATTN_OK);
+    size_t counts[64];
+    const size_t off = mt_split(&rng, n, counts, mt_size() > 1 ? 1 : -1);
+    const size_t cnt = counts[mt_rank()];
+    assert_true(mt_all(nwattn_mpi_nw_cv(fast, MPI_COMM_WORLD, &model, cnt, 1, 1,
+                                        cnt ? x + off : NULL, 1, cnt ? y + off : NULL, 1,
+                                        grid, h, 1, cv, NULL) == NWATTN_OK));
+    size_t best1 = 0, best = 0;
+    for (size_t g = 1; g < grid; g++) {
+        best1 = cv1[g] <= cv1[best1] ? g : best1; /* ties to the larger bandwidth */
+        best = cv[g] <= cv[best] ? g : best;
+    }
+    assert_true(mt_all(best == best1 && best > 0 && best + 1 < grid));
+    assert_true(mt_same_everywhere(&best, sizeof best));
+    nwattn_context_destroy(ref);
+    nwattn_context_destroy(fast);
+}
+
 static void refusals(void **state) {
     (void)state;
     nwattn_context *ctx = at_context(NWATTN_BACKEND_AUTO, 1);
@@ -102,6 +139,7 @@ static void refusals(void **state) {
 
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(predict_and_cv),
+    cmocka_unit_test(grid_selection),
     cmocka_unit_test(refusals),
 };
 
