@@ -56,28 +56,42 @@ static void idle_until_rank0(void) {
 
 typedef int (*job)(void *);
 
+static double cpu_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* CPU seconds of the last timed() job, summed over the ranks (median run): on a loaded
+ * machine the work, unlike the wall time, does not depend on what else runs. */
+static double last_cpu;
+
 /* Median over reps of the slowest rank's time (all ranks, or rank 0 alone). */
 static double timed(job fn, void *arg, int reps, int alone) {
-    double t[32];
+    double t[32], cpu[32];
     for (int r = 0; r <= reps; r++) { /* run 0 warms up */
         if (alone && rank_ != 0) {
             idle_until_rank0();
-            t[r] = 0;
+            t[r] = cpu[r] = 0;
             continue;
         }
         MPI_Barrier(alone ? MPI_COMM_SELF : MPI_COMM_WORLD);
-        double t0 = MPI_Wtime();
+        double t0 = MPI_Wtime(), c0 = cpu_now();
         if (fn(arg) != 0) {
             fprintf(stderr, "rank %d: a call failed\n", rank_);
             MPI_Abort(MPI_COMM_WORLD, 1); /* a benchmark, not the library */
         }
         t[r] = MPI_Wtime() - t0;
+        cpu[r] = cpu_now() - c0;
         if (alone)
             idle_until_rank0();
     }
-    double worst[32];
+    double worst[32], work[32];
     MPI_Allreduce(t, worst, reps + 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    MPI_Allreduce(cpu, work, reps + 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
     qsort(worst + 1, (size_t)reps, sizeof(double), cmp);
+    qsort(work + 1, (size_t)reps, sizeof(double), cmp);
+    last_cpu = work[1 + reps / 2];
     return worst[1 + reps / 2];
 }
 
@@ -201,19 +215,26 @@ int main(int argc, char **argv) {
     const double pairs = (double)n * (double)n;
     const int reduce_alone = argc > 4 && strcmp(argv[4], "reduce") == 0;
     double t1 = 0, t1c = 0, tk = 0, tr = 0, trc = 0, tz = 0;
+    double c1 = 0, c1c = 0, ck = 0, cr = 0, crc = 0, cz = 0; /* CPU seconds, all ranks */
     if (reduce_alone)
         goto reductions;
     t1 = timed(one_rank, &s, reps, 1);
+    c1 = last_cpu;
     s.flags = NWATTN_MASK_CAUSAL;
     t1c = timed(one_rank, &s, reps, 1);
+    c1c = last_cpu;
     s.flags = 0;
     s.how = NWATTN_MPI_REDUCTION_AUTO;
     tk = timed(sharded, &s, reps, 0);
+    ck = last_cpu;
     tr = timed(ring, &s, reps, 0);
+    cr = last_cpu;
     trc = timed(ring_compute, &s, reps, 0);
+    crc = last_cpu;
     const size_t keep_local = s.n_local;
     s.n_local = zr;
     tz = timed(ring_causal, &s, reps, 0);
+    cz = last_cpu;
     s.n_local = keep_local;
 reductions:;
     double red[2][2];
@@ -227,15 +248,17 @@ reductions:;
     if (rank_ == 0 && !reduce_alone) {
         printf("bench_mpi: P = %d ranks, m = n = %zu, d = dv = %zu, dot score, median of %d\n",
                size_, n, d, reps);
-        printf("  %-14s %9.3f s  %7.2f Gpairs/s\n", "one-rank", t1, pairs / t1 * 1e-9);
-        printf("  %-14s %9.3f s  %7.2f Gpairs/s  %5.2fx one rank\n", "sharded-keys", tk,
-               pairs / tk * 1e-9, t1 / tk);
-        printf("  %-14s %9.3f s  %7.2f Gpairs/s  %5.2fx one rank\n", "ring", tr,
-               pairs / tr * 1e-9, t1 / tr);
-        printf("  %-14s %9.3f s  exposed communication %.1f %% of the ring step\n",
-               "ring-compute", trc, 100.0 * (tr - trc) / tr);
-        printf("  %-14s %9.3f s  (one rank causal %.3f s)  %5.2fx one rank\n", "ring-causal",
-               tz, t1c, t1c / tz);
+        printf("  (cpu: CPU seconds summed over the ranks; work = one rank's cpu / this cpu)\n");
+        printf("  %-14s %9.3f s  %7.2f Gpairs/s  cpu %7.3f s\n", "one-rank", t1,
+               pairs / t1 * 1e-9, c1);
+        printf("  %-14s %9.3f s  %7.2f Gpairs/s  %5.2fx one rank  cpu %7.3f s  work %.2f\n",
+               "sharded-keys", tk, pairs / tk * 1e-9, t1 / tk, ck, c1 / ck);
+        printf("  %-14s %9.3f s  %7.2f Gpairs/s  %5.2fx one rank  cpu %7.3f s  work %.2f\n",
+               "ring", tr, pairs / tr * 1e-9, t1 / tr, cr, c1 / cr);
+        printf("  %-14s %9.3f s  exposed communication %.1f %% of the ring  cpu %7.3f s\n",
+               "ring-compute", trc, 100.0 * (tr - trc) / tr, crc);
+        printf("  %-14s %9.3f s  (one rank causal %.3f s)  %5.2fx one rank  cpu %7.3f s  "
+               "work %.2f\n", "ring-causal", tz, t1c, t1c / tz, cz, c1c / cz);
     }
     if (rank_ == 0) {
         printf("  reductions: P = %d, m = %zu (and 1), dv = %zu, median of %d\n", size_, n, d,
