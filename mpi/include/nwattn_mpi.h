@@ -30,7 +30,8 @@
  *   whose error handler is MPI_ERRORS_RETURN, so its messages never meet the caller's and an
  *   MPI failure is returned as NWATTN_MPI_ERR_COMM. The caller's communicator keeps its own
  *   error handler. MPI must be initialised (MPI_Init or MPI_Init_thread, any thread level: the
- *   library calls MPI from the calling thread only) and not finalised.
+ *   library calls MPI from the calling thread only) and not finalised. comm must be an
+ *   intracommunicator (an intercommunicator is NWATTN_ERR_UNSUPPORTED on every rank).
  * - A broken communicator (a rank that died, a network that failed): Open MPI without the
  *   fault-tolerance extension (ULFM) cannot report this to the survivors reliably; they may
  *   get NWATTN_MPI_ERR_COMM, or the runtime (mpirun) ends the job. The library never waits on

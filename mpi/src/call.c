@@ -30,6 +30,14 @@ nwattn_status nm_begin(nm_call *call, MPI_Comm comm, nwattn_mpi_error *error) {
         nm_fail(call, NWATTN_ERR_NULL_POINTER, "comm is MPI_COMM_NULL");
         return nm_end(call, call->status);
     }
+    /* An intercommunicator's collectives combine the other group's data: not what any call
+     * here means. Every rank of one sees the same, so failing alone is failing together. */
+    int inter = 0;
+    if (MPI_Comm_test_inter(comm, &inter) == MPI_SUCCESS && inter) {
+        call->rank = -1;
+        nm_fail(call, NWATTN_ERR_UNSUPPORTED, "comm is an intercommunicator");
+        return nm_end(call, call->status);
+    }
     /* The duplication itself must not invoke a fatal error handler: the caller's handler is
      * set to MPI_ERRORS_RETURN for the one call and put back. */
     MPI_Errhandler saved;

@@ -399,6 +399,25 @@ static void error_null_comm(void **state) {
     expect_everywhere(&e, s, NWATTN_ERR_NULL_POINTER, &err, -1, "MPI_COMM_NULL");
 }
 
+/* An intercommunicator (even ranks facing odd ones) is refused on every rank. */
+static void error_intercommunicator(void **state) {
+    (void)state;
+    if (mt_size() < 2)
+        skip();
+    err_setup e;
+    err_init(&e);
+    MPI_Comm half, inter;
+    MPI_Comm_split(MPI_COMM_WORLD, mt_rank() % 2, mt_rank(), &half);
+    MPI_Intercomm_create(half, 0, MPI_COMM_WORLD, mt_rank() % 2 ? 0 : 1, 17, &inter);
+    nwattn_mpi_error err;
+    nwattn_status s = nwattn_mpi_pool_sharded_keys(
+        e.ctx, inter, NWATTN_MPI_REDUCTION_AUTO, &e.score, NULL, 1, 6, e.n_local, 2, 2, e.q, 2,
+        0, e.k, 2, 0, e.v, 2, 0, e.o, 2, 0, NULL, 0, &err);
+    MPI_Comm_free(&inter);
+    MPI_Comm_free(&half);
+    expect_everywhere(&e, s, NWATTN_ERR_UNSUPPORTED, &err, -1, "intercommunicator");
+}
+
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(random_cases),
     cmocka_unit_test(non_finite_rows),
@@ -410,6 +429,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(error_alloc_on_last_rank),
     cmocka_unit_test(error_bad_enum),
     cmocka_unit_test(error_null_comm),
+    cmocka_unit_test(error_intercommunicator),
 };
 
 MT_MAIN(tests)
