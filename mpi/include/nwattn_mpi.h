@@ -107,8 +107,8 @@ typedef enum nwattn_mpi_reduction {
  * Accuracy: each rank's state is nwattn_pool_partial's; merging is not bit-associative, so the
  * result depends on the rank count and the shard sizes (and the reduction's order inside
  * MPI). Bound (docs/mpi.md): the one-process error of the backend plus one float rounding per
- * merge level, |O_mpi - O| <= ((p - 1) + 2) · 2^-24 · max|V| beyond it for USER_OP, 3 · 2^-24
- * · max|V| for MAX_THEN_SUM. Tested for 1 .. 4 ranks against nwattn_pool under REFERENCE: within
+ * merge level, |O_mpi - O| <= (2 (p - 1) + 1) · 2^-24 · max|V| beyond it for USER_OP,
+ * 3 · 2^-24 · max|V| for MAX_THEN_SUM. Tested for 1 .. 4 ranks against nwattn_pool under REFERENCE: within
  * 1e-6 (MPI call on REFERENCE; largest seen 1.2e-7) and 2e-5 (on the default backend; largest
  * seen 3e-6), also for lse. Every rank receives the same bits (tested). */
 NWATTN_MPI_API nwattn_status nwattn_mpi_pool_sharded_keys(
