@@ -85,9 +85,9 @@ typedef struct nwattn_mpi_error {
  * - MAX_THEN_SUM: MPI_Allreduce(MPI_MAX) of the row maxima, each rank rescales its state to the
  *   global maximum in double, then one MPI_Allreduce(MPI_SUM) in double of (sum, acc): one
  *   rounding to float in the end.
- * - AUTO: USER_OP: one collective moving float rows, half MAX_THEN_SUM's bytes; measured
- *   as fast or faster here for m = 1 .. 16384 rows on 2 and 4 ranks (docs/mpi.md). Choose
- *   MAX_THEN_SUM for the single rounding when the rank count is large. */
+ * - AUTO: USER_OP: one collective moving float rows, half MAX_THEN_SUM's bytes; as fast or
+ *   faster in 10 of 11 measurements here (m = 1 .. 16384 rows, 2 and 4 ranks: docs/mpi.md).
+ *   Choose MAX_THEN_SUM for the single rounding when the rank count is large. */
 typedef enum nwattn_mpi_reduction {
     NWATTN_MPI_REDUCTION_AUTO = 0,
     NWATTN_MPI_REDUCTION_USER_OP = 1,
