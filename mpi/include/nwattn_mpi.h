@@ -98,7 +98,8 @@ typedef enum nwattn_mpi_reduction {
  * every rank's shard (rank order; n_local keys on this rank, possibly 0) and Q_b is the same on
  * every rank (replicated). Every rank receives the whole O (batch × m × dv) and, if lse is not
  * NULL, the log-sum-exp of every row.
- * Replicated: score, mask flags and valid lengths, batch, m, d, dv, reduction, Q's values.
+ * Replicated: score, mask flags and valid lengths, batch, m, d, dv, reduction, Q's values
+ * (all compared across ranks, Q by a hash of its values).
  * The rank's own: n_local, k, v (n_local rows each) and the pointers and leading dimensions.
  * Masks see global key positions: causal (key j > query i), leave-one-out (key i for query
  * i) and valid lengths (each <= the global n) count global keys; mask.additive and mask.keep

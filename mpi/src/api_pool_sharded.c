@@ -66,6 +66,13 @@ nwattn_status nwattn_mpi_pool_sharded_keys(
     nm_signature(&call, "reduction", (uint64_t)reduction, NWATTN_ERR_BAD_PARAMETER);
     nm_sign_score(&call, score, d);
     sign_mask(&call, mask, batch, m, n_total);
+    /* replicated queries that differ would give every rank a different wrong answer; hashing
+     * them costs m·d of the m·n·d the pooling does. (q is checked by the core below.) */
+    nm_signature(&call, "q (a hash of its values)",
+                 call.status == NWATTN_OK && ldq >= d
+                     ? nm_hash_matrix(q, batch, m, d, ldq, batch > 1 ? stride_q : 0)
+                     : 0,
+                 NWATTN_ERR_BAD_PARAMETER);
 
     nm_state state = {0};
     size_t rows = 0;

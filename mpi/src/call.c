@@ -109,6 +109,19 @@ uint64_t nm_hash(const void *data, size_t bytes) { /* FNV-1a, 64 bits */
     return h;
 }
 
+uint64_t nm_hash_matrix(const float *data, size_t batch, size_t rows, size_t cols, size_t ld,
+                        size_t stride) {
+    if (data == NULL)
+        return 0;
+    uint64_t h = 1469598103934665603ull;
+    for (size_t b = 0; b < batch; b++)
+        for (size_t i = 0; i < rows; i++) {
+            h ^= nm_hash(data + b * stride + i * ld, cols * sizeof(float));
+            h *= 1099511628211ull;
+        }
+    return h;
+}
+
 nwattn_status nm_agree(nm_call *call) {
     /* A failure every rank has agreed on stays agreed: no rank communicates about it again. */
     if (call->agreed)

@@ -9,7 +9,7 @@
 #include "nwattn_mpi.h"
 
 /* Replicated values a call compares across ranks (shapes, flags, float bits, hashes). */
-#define NM_MAX_SIGNATURE 16
+#define NM_MAX_SIGNATURE 24
 
 typedef struct nm_call {
     MPI_Comm comm;        /* the duplicate (MPI_COMM_NULL before nm_begin succeeded) */
@@ -44,6 +44,9 @@ nwattn_status nm_fail_core(nm_call *call, nwattn_context *ctx, nwattn_status sta
 void nm_signature(nm_call *call, const char *name, uint64_t value, nwattn_status status);
 uint64_t nm_float_bits(float value);
 uint64_t nm_hash(const void *data, size_t bytes);
+/* The hash of a batch of rows × cols floats with pitches (0 for NULL or empty). */
+uint64_t nm_hash_matrix(const float *data, size_t batch, size_t rows, size_t cols, size_t ld,
+                        size_t stride);
 
 /* Collective: combines every rank's status and signature. Returns NWATTN_OK on every rank, or
  * the same failure on every rank (the lowest failing rank's, or the first signature entry

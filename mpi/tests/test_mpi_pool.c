@@ -310,6 +310,19 @@ static void error_score_disagreement(void **state) {
     expect_everywhere(&e, s, NWATTN_ERR_BAD_PARAMETER, &err, mt_size(), "score.scale");
 }
 
+static void error_query_disagreement(void **state) {
+    (void)state;
+    if (mt_size() == 1)
+        skip();
+    err_setup e;
+    err_init(&e);
+    if (mt_rank() == 1)
+        e.q[7] += 1.0f;
+    nwattn_mpi_error err;
+    nwattn_status s = call(&e, 6, e.q, &err);
+    expect_everywhere(&e, s, NWATTN_ERR_BAD_PARAMETER, &err, mt_size(), "disagree on q");
+}
+
 static void error_valid_length_beyond_global_n(void **state) {
     (void)state;
     err_setup e;
@@ -425,6 +438,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(error_bad_leading_dim_everywhere),
     cmocka_unit_test(error_shape_disagreement),
     cmocka_unit_test(error_score_disagreement),
+    cmocka_unit_test(error_query_disagreement),
     cmocka_unit_test(error_valid_length_beyond_global_n),
     cmocka_unit_test(error_alloc_on_last_rank),
     cmocka_unit_test(error_bad_enum),
