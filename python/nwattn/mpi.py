@@ -17,7 +17,7 @@ import numpy as np
 from mpi4py import MPI
 
 from . import _arrays as A
-from ._capi import Mask, library_path
+from ._capi import Mask, c_int_value, library_path, size
 from ._context import resolve
 from ._core import make_score
 from ._errors import NWAttnError
@@ -87,6 +87,14 @@ REDUCTIONS = {"auto": 0, "user_op": 1, "max_then_sum": 2}
 LAYOUTS = {"contiguous": 0, "zigzag": 1}
 
 
+def _choice(table, value, name):
+    try:
+        return table[value]
+    except (KeyError, TypeError):
+        raise ValueError(f"unknown {name} {value!r}; expected one of "
+                         f"{', '.join(map(repr, table))}") from None
+
+
 def _handle(comm):
     if not isinstance(comm, MPI.Comm):
         raise TypeError(f"comm must be an mpi4py communicator, not {type(comm).__name__}")
@@ -131,7 +139,7 @@ def pool_sharded_keys(q, k, v, comm, *, score="dot", scale=None, bandwidth=None,
     lse_out = np.zeros(m, np.float32)
     err = Error()
     status = lib.nwattn_mpi_pool_sharded_keys(
-        ctx.handle, _handle(comm), REDUCTIONS[reduction], ctypes.byref(sc),
+        ctx.handle, _handle(comm), _choice(REDUCTIONS, reduction, "reduction"), ctypes.byref(sc),
         ctypes.byref(mask), 1, m, k.shape[0], d, dv, q.ctypes.data, d, 0,
         k.ctypes.data, d, 0, v.ctypes.data, max(dv, 1), 0, o.ctypes.data, max(dv, 1), 0,
         lse_out.ctypes.data, 0, ctypes.byref(err))
@@ -161,7 +169,7 @@ def ring_attention(q, k, v, comm, *, score="dot", scale=None, bandwidth=None,
     lse_out = np.zeros(n, np.float32)
     err = Error()
     status = lib.nwattn_mpi_ring_attention(
-        ctx.handle, _handle(comm), ctypes.byref(sc), flags, LAYOUTS[layout], n, d, dv,
+        ctx.handle, _handle(comm), ctypes.byref(sc), flags, _choice(LAYOUTS, layout, "layout"), n, d, dv,
         q.ctypes.data, d, k.ctypes.data, d, v.ctypes.data, max(dv, 1), o.ctypes.data,
         max(dv, 1), lse_out.ctypes.data, ctypes.byref(err))
     del alive
@@ -180,8 +188,8 @@ def ulysses_attention(q, k, v, comm, heads, *, score="dot", scale=None, bandwidt
     ctx = resolve(ctx)
     q = _rows(q, "q")
     n, width = q.shape
-    heads = int(heads)
-    if heads <= 0 or width % heads:
+    heads = size(heads, "heads", minimum=1)
+    if width % heads:
         raise ValueError(f"q: {width} columns do not split into {heads} heads")
     k = _rows(k, "k", width)
     v = np.ascontiguousarray(A.float_input(v, "v"))
@@ -261,7 +269,8 @@ def nw_cv(x, y, bandwidths, comm, *, kernel="gaussian", ctx=None):
 def zigzag_chunks(n_total, ranks, rank):
     """``nwattn_mpi_zigzag_chunks``: ((offset0, count0), (offset1, count1)) of ``rank``."""
     offsets, counts = (c_size_t * 2)(), (c_size_t * 2)()
-    status = lib.nwattn_mpi_zigzag_chunks(n_total, ranks, rank, offsets, counts)
+    status = lib.nwattn_mpi_zigzag_chunks(size(n_total, "n_total"), c_int_value(ranks, "ranks"),
+                                          c_int_value(rank, "rank"), offsets, counts)
     if status != 0:
         raise NWAttnError(status, f"zigzag_chunks({n_total}, {ranks}, {rank}): bad rank",
                           "nwattn_mpi_zigzag_chunks")

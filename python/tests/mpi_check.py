@@ -102,6 +102,14 @@ try:
     expect(False, "a non-communicator is refused")
 except TypeError:
     pass
+for bad in (lambda: nm.zigzag_chunks(-1, size, rank), lambda: nm.zigzag_chunks(10, 2 ** 40, 0),
+            lambda: nm.pool_sharded_keys(q, q, q, comm, reduction="fastest"),
+            lambda: nm.ulysses_attention(q, q, q, comm, -2)):
+    try:
+        bad()
+        expect(False, "an out-of-range argument is refused")
+    except ValueError:
+        pass
 if rank == 0:
     print(f"nwattn.mpi on {size} ranks: {'FAILED' if failures else 'ok'}")
 sys.exit(1 if failures else 0)
