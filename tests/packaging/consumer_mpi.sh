@@ -53,7 +53,8 @@ cp -a "$prefix" "$moved"
 "$cmake_tool" -S "$src" -B "$work/build" -G "$generator" -DCMAKE_PREFIX_PATH="$moved" \
     -DCMAKE_C_COMPILER="$cc" -DCMAKE_BUILD_TYPE=Release
 "$cmake_tool" --build "$work/build"
-ldd "$work/build/consumer_mpi" | grep -qF "$moved/" ||
-    fail "the CMake consumer does not load libnwattn_mpi from $moved"
+# (ldd's output is kept first: `ldd | grep -q` fails under pipefail when grep stops early.)
+loaded=$(ldd "$work/build/consumer_mpi")
+grep -qF "$moved/" <<<"$loaded" || fail "the CMake consumer does not load libnwattn_mpi from $moved"
 "$mpiexec" -n 2 "${flags[@]}" "$work/build/consumer_mpi"
 echo "ok: libnwattn_mpi installed, split from the core, usable through pkg-config and CMake"
