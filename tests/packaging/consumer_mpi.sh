@@ -32,7 +32,7 @@ grep -q 'libmpi' <<<"$core_needs" && fail "libnwattn.so needs MPI: $core_needs"
 grep -qx "libnwattn.so.$soversion" <<<"$mpi_needs" ||
     fail "libnwattn_mpi.so does not need libnwattn.so.$soversion: $mpi_needs"
 grep -q 'libmpi' <<<"$mpi_needs" || fail "libnwattn_mpi.so does not need libmpi: $mpi_needs"
-if grep -rqi 'mpi' "$inc/nwattn.h"; then fail "nwattn.h mentions MPI"; fi
+if grep -qw 'MPI\|mpi\.h' "$inc/nwattn.h"; then fail "nwattn.h mentions MPI"; fi
 
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 rm -rf "$work"
