@@ -233,6 +233,79 @@ NWATTN_API nwattn_status nwattn_pool(nwattn_context *ctx, const nwattn_score *sc
                                      float *weights, size_t ldw, size_t stride_w,
                                      float *lse, size_t stride_lse);
 
+/* ---- Gradients of the pooling ------------------------------------------------------------ */
+/* Backpropagation through nwattn_pool: from the forward's inputs, what it wrote (O and lse)
+ * and dO = dL/dO, the gradients of L with respect to Q, K, V and the score's parameter:
+ *   D_i = dO_i . O_i,  dP = dO V^T,  dS = P o (dP - D),  dV = P^T dO,
+ *   dQ, dK, d(parameter) = dS through the score's own chain rule:
+ *     DOT      dQ = a dS K, dK = a dS^T Q, d_scale = sum dS o (Q K^T)
+ *     COSINE   through q/|q| and k/|k| (a zero row has gradient 0), d_scale = sum dS o cos
+ *     GAUSSIAN dQ_i = sum_j dS_ij (k_j - q_i) / h^2 (per dimension: / h_l^2), dK likewise,
+ *              d_bandwidth = sum dS_ij |q_i - k_j|^2 / h^3 (per dimension: d_bandwidths)
+ *     LAPLACE  the same with dS_ij divided by the scaled distance; at q = k the subgradient 0.
+ * P is the forward's weights. Masked pairs contribute nothing: a key masked for every query
+ * gets exactly zero dK and dV, a fully masked row (lse -INFINITY) exactly zero dQ (dO finite).
+ * A live NaN (the forward's NaN rows) makes the row's gradient and those of its live keys NaN.
+ * Broadcast inputs (stride 0) get one gradient per item: sum them for the shared matrix. The
+ * parameter gradient is one number (or d) for the whole batch, summed in double.
+ *
+ * The shape of the call: its first seventeen arguments are nwattn_pool's own, unchanged, so a
+ * binding passes the forward's inputs as they were; what the forward wrote plus dO
+ * (nwattn_pool_upstream) and what this call writes (nwattn_pool_grads) are two plain structs
+ * of pointer + leading dimension + stride fields, like nwattn_mask and nwattn_pool_state:
+ * ctypes and Julia mirror each with one struct, no field is a union or a callback, and a
+ * zero-initialised field means "not asked for". A flat list would have 35 positional
+ * arguments where nothing says which ld belongs to which matrix.
+ *
+ * Backends. REFERENCE: the definition in double (scores, weights and sums recomputed from Q,
+ * K, V; o and lse are checked but not read): the float rounding of the exact gradient, up to
+ * a few ulp of the largest term of each sum. Every other backend: FlashAttention-2's
+ * backward. P is rebuilt tile by tile from lse and the forward's scores (the same descriptor
+ * code), D from O, and the five tile products go through cblas_sgemm: dK and dV by blocks of
+ * keys, dQ by blocks of queries (the scores and dP are formed once for each), so the context's
+ * threads are used even when batch is 1; each unit's sums run in a fixed order and the
+ * parameter gradient adds the units' shares in unit order: the same bits for any thread count.
+ * Working memory: a few 64×64 tiles per worker and a few doubles per unit, whatever m and n.
+ * Accuracy: each weight carries a relative error of about (|lse_i| + |x_ij| + 4)·2^-24 from
+ * the float lse and exponential, the products float32 GEMM rounding (tested against REFERENCE:
+ * docs/numerics.md "Gradients"). A call whose Q or K holds NaN or Inf, or whose lse holds NaN,
+ * +INFINITY or a finite value beyond ±1024 (where a float lse no longer pins P down) runs the
+ * reference under every backend.
+ * All outputs are required except the parameter gradient: set the one field of grads that
+ * matches the score (d_scale for DOT and COSINE, d_bandwidth for a scalar bandwidth,
+ * d_bandwidths for per-dimension ones; another field set is NWATTN_ERR_BAD_PARAMETER).
+ * m == 0 or n == 0 write zero gradients. Outputs must overlap no input or each other. */
+typedef struct nwattn_pool_upstream {
+    const float *o; /* the forward's output, m×dv per item */
+    size_t ldo, stride_o;
+    const float *lse; /* the forward's log-sum-exp, lse[b·stride_lse + i] */
+    size_t stride_lse;
+    const float *d_o; /* dL/dO, m×dv per item */
+    size_t ld_do, stride_do;
+} nwattn_pool_upstream;
+
+typedef struct nwattn_pool_grads {
+    float *d_q; /* m×d per item */
+    size_t ld_dq, stride_dq;
+    float *d_k; /* n×d per item */
+    size_t ld_dk, stride_dk;
+    float *d_v; /* n×dv per item */
+    size_t ld_dv, stride_dv;
+    float *d_scale;      /* NULL or 1 float: DOT and COSINE */
+    float *d_bandwidth;  /* NULL or 1 float: GAUSSIAN and LAPLACE with score.bandwidths NULL */
+    float *d_bandwidths; /* NULL or d floats: GAUSSIAN and LAPLACE with score.bandwidths */
+} nwattn_pool_grads;
+
+NWATTN_API nwattn_status nwattn_pool_backward(nwattn_context *ctx, const nwattn_score *score,
+                                              const nwattn_mask *mask,
+                                              size_t batch, size_t m, size_t n, size_t d,
+                                              size_t dv,
+                                              const float *q, size_t ldq, size_t stride_q,
+                                              const float *k, size_t ldk, size_t stride_k,
+                                              const float *v, size_t ldv, size_t stride_v,
+                                              const nwattn_pool_upstream *upstream,
+                                              const nwattn_pool_grads *grads);
+
 /* Average pooling, the baseline: every unmasked key gets the same weight, so each row of O_b is
  * the mean of the V_b rows its mask keeps (all of them without a mask). Additive mask values
  * act on a zero score, so they reweight keys. Fully masked rows give zeros. */

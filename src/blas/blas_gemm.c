@@ -30,6 +30,24 @@ void nw_blas_sgemm(int transpose_b, size_t m, size_t n, size_t k, float alpha, c
     }
 }
 
+void nw_blas_sgemm_tn(size_t m, size_t n, size_t k, float alpha, const float *a, size_t lda,
+                      const float *b, size_t ldb, float beta, float *c, size_t ldc) {
+    const size_t limit = NW_BLAS_DIM_LIMIT;
+    for (size_t i0 = 0; i0 < m; i0 += limit) {
+        size_t mb = min_size(limit, m - i0);
+        for (size_t j0 = 0; j0 < n; j0 += limit) {
+            size_t nb = min_size(limit, n - j0);
+            for (size_t p0 = 0; p0 < k; p0 += limit) {
+                size_t kb = min_size(limit, k - p0);
+                cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (blasint)mb, (blasint)nb,
+                            (blasint)kb, alpha, a + p0 * lda + i0, (blasint)lda,
+                            b + p0 * ldb + j0, (blasint)ldb, p0 == 0 ? beta : 1.0f,
+                            c + i0 * ldc + j0, (blasint)ldc);
+            }
+        }
+    }
+}
+
 /* y = A x for A m×k (row pitch lda), x with increment incx, y with increment incy. */
 static void gemv_rows(size_t m, size_t k, const float *a, size_t lda, const float *x,
                       size_t incx, float *y, size_t incy) {
