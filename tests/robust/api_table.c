@@ -304,6 +304,42 @@ static int agree_average(const at_case *r, const at_case *x) {
     return 1;
 }
 
+/* ---- nwattn_pool_backward ------------------------------------------------------------------- */
+enum { PB_BATCH, PB_M, PB_N, PB_D, PB_DV };
+enum { PB_Q, PB_K, PB_V, PB_O, PB_LSE, PB_DO, PB_DQ, PB_DK, PB_DVO, PB_DPARAM };
+
+/* Whether the case's score has per-dimension bandwidths (its parameter gradient has d). */
+static int backward_per_dim(const at_case *c) {
+    const int distance =
+        c->score.kind == NWATTN_SCORE_GAUSSIAN || c->score.kind == NWATTN_SCORE_LAPLACE;
+    return distance && c->op_bandwidths >= 0 && !(c->cfg.absent >> c->op_bandwidths & 1u);
+}
+
+static void backward_param_shape(const at_case *c, size_t *items, size_t *rows, size_t *cols) {
+    *items = *rows = 1;
+    *cols = backward_per_dim(c) ? c->dim[PB_D] : 1;
+}
+
+static nwattn_status invoke_backward(nwattn_context *ctx, const at_case *c) {
+    const nwattn_pool_upstream up = {F(c, PB_O), LD(c, PB_O), ST(c, PB_O), F(c, PB_LSE),
+                                     ST(c, PB_LSE), F(c, PB_DO), LD(c, PB_DO), ST(c, PB_DO)};
+    nwattn_pool_grads g = {F(c, PB_DQ), LD(c, PB_DQ), ST(c, PB_DQ), F(c, PB_DK), LD(c, PB_DK),
+                           ST(c, PB_DK), F(c, PB_DVO), LD(c, PB_DVO), ST(c, PB_DVO),
+                           NULL, NULL, NULL};
+    const int scaled = c->score.kind == NWATTN_SCORE_DOT || c->score.kind == NWATTN_SCORE_COSINE;
+    if (scaled)
+        g.d_scale = F(c, PB_DPARAM);
+    else if (backward_per_dim(c))
+        g.d_bandwidths = F(c, PB_DPARAM);
+    else
+        g.d_bandwidth = F(c, PB_DPARAM);
+    return nwattn_pool_backward(ctx, SCORE(c), MASK(c), D(c, PB_BATCH), D(c, PB_M), D(c, PB_N),
+                                D(c, PB_D), D(c, PB_DV), F(c, PB_Q), LD(c, PB_Q), ST(c, PB_Q),
+                                F(c, PB_K), LD(c, PB_K), ST(c, PB_K), F(c, PB_V), LD(c, PB_V),
+                                ST(c, PB_V), (c->null_structs & 1u) ? NULL : &up,
+                                (c->null_structs & 2u) ? NULL : &g);
+}
+
 /* ---- nwattn_pool_partial -------------------------------------------------------------------- */
 enum { PP_BATCH, PP_M, PP_N, PP_D, PP_DV, PP_OFFSET };
 enum { PP_Q, PP_K, PP_V, PP_ACC, PP_MAX, PP_SUM };
@@ -701,6 +737,44 @@ const at_fn at_functions[] = {
         NOT_IN_PLACE,
         .invoke = invoke_average,
         .agree = agree_average,
+    },
+    {
+        .name = "nwattn_pool_backward",
+        .n_dims = 5,
+        .dims = {DIM("batch", 3, 2, 4, AT_ZERO_EMPTY),
+                 DIM("m", 4, 1, 70, AT_ZERO_DEFINED),
+                 DIM("n", 5, 3, 140, AT_ZERO_DEFINED),
+                 DIM("d", 3, 2, 40, AT_ZERO_INVALID),
+                 DIM("dv", 2, 1, 20, AT_ZERO_DEFINED)},
+        .batch_dim = PB_BATCH,
+        .n_ops = 10,
+        .ops = {{"q", AT_IN, AT_F32, AT_FILL_DATA, EXT(PB_BATCH), EXT(PB_M), EXT(PB_D),
+                 MAT | AT_BLAS, NULL},
+                {"k", AT_IN, AT_F32, AT_FILL_DATA, EXT(PB_BATCH), EXT(PB_N), EXT(PB_D),
+                 MAT | AT_BLAS, NULL},
+                {"v", AT_IN, AT_F32, AT_FILL_DATA, EXT(PB_BATCH), EXT(PB_N), EXT(PB_DV),
+                 MAT | AT_BLAS, NULL},
+                {"upstream.o", AT_IN, AT_F32, AT_FILL_DATA, EXT(PB_BATCH), EXT(PB_M),
+                 EXT(PB_DV), MAT | AT_BLAS, NULL},
+                {"upstream.lse", AT_IN, AT_F32, AT_FILL_DATA, EXT(PB_BATCH), ONE, EXT(PB_M),
+                 AT_HAS_STRIDE | AT_BLAS, NULL},
+                {"upstream.d_o", AT_IN, AT_F32, AT_FILL_DATA, EXT(PB_BATCH), EXT(PB_M),
+                 EXT(PB_DV), MAT | AT_BLAS, NULL},
+                {"grads.d_q", AT_OUT, AT_F32, AT_FILL_DATA, EXT(PB_BATCH), EXT(PB_M), EXT(PB_D),
+                 MAT | AT_BLAS, NULL},
+                {"grads.d_k", AT_OUT, AT_F32, AT_FILL_DATA, EXT(PB_BATCH), EXT(PB_N), EXT(PB_D),
+                 MAT | AT_BLAS, NULL},
+                {"grads.d_v", AT_OUT, AT_F32, AT_FILL_DATA, EXT(PB_BATCH), EXT(PB_N),
+                 EXT(PB_DV), MAT | AT_BLAS, NULL},
+                {"grads.d_param", AT_OUT_OPT, AT_F32, AT_FILL_DATA, ONE, ONE, EXT(PB_D), 0,
+                 backward_param_shape}},
+        .score_dim = PB_D,
+        .mask_m_dim = PB_M,
+        .mask_n_dim = PB_N,
+        .n_structs = 2,
+        .structs = {"upstream", "grads"},
+        NOT_IN_PLACE,
+        .invoke = invoke_backward,
     },
     {
         .name = "nwattn_pool_partial",
