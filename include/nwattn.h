@@ -478,6 +478,50 @@ NWATTN_API nwattn_status nwattn_attention(nwattn_context *ctx,
                                           float *y, size_t ldy, size_t stride_y,
                                           float *weights, size_t ldw, size_t stride_w);
 
+/* The gradients of an attention layer, the outputs of nwattn_attention_backward. Every field
+ * is optional: NULL is "not needed" (data inputs usually have no gradient). The weight and
+ * bias gradients are dense with the layout of nwattn_attention_params' fields (nn.Linear's)
+ * and summed over the batch; db_* may be set where the layer has no bias (the gradient of a
+ * zero bias); dw_o and db_o need w_o. d_score: the score's parameter, summed over heads and
+ * batch: 1 float (the scale, also for the default score: a learnable temperature; or the one
+ * bandwidth), or d_qk/heads with per-dimension bandwidths. For self-attention (one X passed
+ * three times) dL/dX = dx_q + dx_k + dx_v. */
+typedef struct nwattn_attention_grads {
+    float *dx_q; /* t_q × d_q_in per item */
+    size_t ld_dx_q, stride_dx_q;
+    float *dx_k; /* t_kv × d_k_in per item */
+    size_t ld_dx_k, stride_dx_k;
+    float *dx_v; /* t_kv × d_v_in per item */
+    size_t ld_dx_v, stride_dx_v;
+    float *dw_q, *dw_k, *dw_v, *dw_o; /* d_qk × d_q_in, d_qk × d_k_in, d_v × d_v_in, d_out × d_v */
+    float *db_q, *db_k, *db_v, *db_o; /* d_qk, d_qk, d_v, d_out */
+    float *d_score;
+} nwattn_attention_grads;
+
+/* Backpropagation through nwattn_attention: from the same inputs (its first sixteen arguments
+ * unchanged) and dY = dL/dY (t_q × d_out per item, d_v without w_o), the gradients asked for
+ * in grads. It runs the forward again (projections and pooling with lse, in working memory)
+ * and then, in order: dW_o = sum_b dY^T C, db_o = sum dY, dC = dY W_o; per head
+ * nwattn_pool_backward's computation (same paths, accuracy and threads); dW_x = sum_b dX'^T
+ * X, db_x = column sums, dX = dX' W_x for x = q, k, v (X' the projection). REFERENCE runs every
+ * product in double; the others through cblas_sgemm (the projections' products on the BLAS's
+ * own threads, as the forward's). Working memory: the projections, the concatenated heads and
+ * their gradients (2·(t_q·(d_qk + d_v) + t_kv·(d_qk + d_v)) floats per item) plus the
+ * pooling's. Outputs must overlap no input and each other. */
+NWATTN_API nwattn_status nwattn_attention_backward(nwattn_context *ctx,
+                                                   const nwattn_attention_params *params,
+                                                   const nwattn_score *score,
+                                                   const nwattn_mask *mask,
+                                                   size_t batch, size_t t_q, size_t t_kv,
+                                                   const float *x_q, size_t ldx_q,
+                                                   size_t stride_x_q,
+                                                   const float *x_k, size_t ldx_k,
+                                                   size_t stride_x_k,
+                                                   const float *x_v, size_t ldx_v,
+                                                   size_t stride_x_v,
+                                                   const float *dy, size_t ldy, size_t stride_dy,
+                                                   const nwattn_attention_grads *grads);
+
 /* ============================================================================================ */
 /* ---- Nadaraya-Watson regression ------------------------------------------------------------ */
 /*

@@ -445,6 +445,36 @@ static void attention_y_shape(const at_case *c, size_t *items, size_t *rows, siz
                                        : sat_mul(c->dim[AN_HEADS], c->dim[AN_DVH]);
 }
 
+/* ---- nwattn_attention_backward (biases of K, V and O and dw_o left out: operand limit) ---- */
+enum { AB_XQ, AB_XK, AB_XV, AB_WQ, AB_WK, AB_WV, AB_WO, AB_BQ, AB_DY, AB_DXQ, AB_DXK, AB_DXV,
+       AB_DWQ, AB_DWK, AB_DWV, AB_DBQ, AB_DSCORE };
+
+static void attention_param_shape(const at_case *c, size_t *items, size_t *rows, size_t *cols) {
+    *items = *rows = 1;
+    *cols = !c->score_null && backward_per_dim(c) ? c->dim[AN_DH] : 1;
+}
+
+static nwattn_status invoke_attention_backward(nwattn_context *ctx, const at_case *c) {
+    const nwattn_attention_params p = {
+        .heads = D(c, AN_HEADS),
+        .d_q_in = D(c, AN_DQIN), .d_k_in = D(c, AN_DKIN), .d_v_in = D(c, AN_DVIN),
+        .d_qk = sat_mul(D(c, AN_HEADS), D(c, AN_DH)),
+        .d_v = sat_mul(D(c, AN_HEADS), D(c, AN_DVH)),
+        .d_out = D(c, AN_DOUT),
+        .w_q = F(c, AB_WQ), .w_k = F(c, AB_WK), .w_v = F(c, AB_WV), .w_o = F(c, AB_WO),
+        .b_q = F(c, AB_BQ),
+    };
+    const nwattn_attention_grads g = {
+        F(c, AB_DXQ), LD(c, AB_DXQ), ST(c, AB_DXQ), F(c, AB_DXK), LD(c, AB_DXK), ST(c, AB_DXK),
+        F(c, AB_DXV), LD(c, AB_DXV), ST(c, AB_DXV), F(c, AB_DWQ), F(c, AB_DWK), F(c, AB_DWV),
+        NULL, F(c, AB_DBQ), NULL, NULL, NULL, F(c, AB_DSCORE)};
+    return nwattn_attention_backward(
+        ctx, (c->null_structs & 1u) ? NULL : &p, SCORE(c), MASK(c), D(c, AN_BATCH), D(c, AN_TQ),
+        D(c, AN_TKV), F(c, AB_XQ), LD(c, AB_XQ), ST(c, AB_XQ), F(c, AB_XK), LD(c, AB_XK),
+        ST(c, AB_XK), F(c, AB_XV), LD(c, AB_XV), ST(c, AB_XV), F(c, AB_DY), LD(c, AB_DY),
+        ST(c, AB_DY), (c->null_structs & 2u) ? NULL : &g);
+}
+
 static int attention_dim_used(const at_case *c, int dim) {
     return dim != AN_DOUT || c->buf[AN_WO].data != NULL;
 }
@@ -913,6 +943,65 @@ const at_fn at_functions[] = {
         NOT_IN_PLACE,
         .dim_used = attention_dim_used,
         .invoke = invoke_attention,
+    },
+    {
+        .name = "nwattn_attention_backward",
+        .n_dims = 10,
+        .dims = {DIM("batch", 2, 2, 3, AT_ZERO_EMPTY),
+                 DIM("t_q", 3, 1, 9, AT_ZERO_DEFINED),
+                 DIM("t_kv", 4, 3, 40, AT_ZERO_DEFINED),
+                 DIM_FACTOR("heads", 2, 1, 4, AT_ZERO_INVALID),
+                 DIM_FACTOR("d_qk/heads", 2, 3, 8, AT_ZERO_INVALID),
+                 DIM_FACTOR("d_v/heads", 2, 1, 8, AT_ZERO_INVALID),
+                 DIM("d_q_in", 3, 2, 12, AT_ZERO_INVALID),
+                 DIM("d_k_in", 2, 2, 12, AT_ZERO_INVALID),
+                 DIM("d_v_in", 3, 1, 12, AT_ZERO_INVALID),
+                 DIM("d_out", 3, 2, 12, AT_ZERO_INVALID)},
+        .batch_dim = AN_BATCH,
+        .n_ops = 17,
+        .ops = {{"x_q", AT_IN, AT_F32, AT_FILL_DATA, EXT(AN_BATCH), EXT(AN_TQ), EXT(AN_DQIN),
+                 MAT | AT_BLAS, NULL},
+                {"x_k", AT_IN, AT_F32, AT_FILL_DATA, EXT(AN_BATCH), EXT(AN_TKV), EXT(AN_DKIN),
+                 MAT | AT_BLAS, NULL},
+                {"x_v", AT_IN, AT_F32, AT_FILL_DATA, EXT(AN_BATCH), EXT(AN_TKV), EXT(AN_DVIN),
+                 MAT | AT_BLAS, NULL},
+                {"params.w_q", AT_IN, AT_F32, AT_FILL_DATA, ONE, EXT2(AN_HEADS, AN_DH),
+                 EXT(AN_DQIN), 0, NULL},
+                {"params.w_k", AT_IN, AT_F32, AT_FILL_DATA, ONE, EXT2(AN_HEADS, AN_DH),
+                 EXT(AN_DKIN), 0, NULL},
+                {"params.w_v", AT_IN, AT_F32, AT_FILL_DATA, ONE, EXT2(AN_HEADS, AN_DVH),
+                 EXT(AN_DVIN), 0, NULL},
+                {"params.w_o", AT_IN_OPT, AT_F32, AT_FILL_DATA, ONE, EXT(AN_DOUT),
+                 EXT2(AN_HEADS, AN_DVH), 0, NULL},
+                {"params.b_q", AT_IN_OPT, AT_F32, AT_FILL_DATA, ONE, ONE, EXT2(AN_HEADS, AN_DH),
+                 0, NULL},
+                {"dy", AT_IN, AT_F32, AT_FILL_DATA, EXT(AN_BATCH), EXT(AN_TQ), ONE,
+                 MAT | AT_BLAS, attention_y_shape},
+                {"grads.dx_q", AT_OUT_OPT, AT_F32, AT_FILL_DATA, EXT(AN_BATCH), EXT(AN_TQ),
+                 EXT(AN_DQIN), MAT | AT_BLAS, NULL},
+                {"grads.dx_k", AT_OUT_OPT, AT_F32, AT_FILL_DATA, EXT(AN_BATCH), EXT(AN_TKV),
+                 EXT(AN_DKIN), MAT | AT_BLAS, NULL},
+                {"grads.dx_v", AT_OUT_OPT, AT_F32, AT_FILL_DATA, EXT(AN_BATCH), EXT(AN_TKV),
+                 EXT(AN_DVIN), MAT | AT_BLAS, NULL},
+                {"grads.dw_q", AT_OUT_OPT, AT_F32, AT_FILL_DATA, ONE, EXT2(AN_HEADS, AN_DH),
+                 EXT(AN_DQIN), 0, NULL},
+                {"grads.dw_k", AT_OUT_OPT, AT_F32, AT_FILL_DATA, ONE, EXT2(AN_HEADS, AN_DH),
+                 EXT(AN_DKIN), 0, NULL},
+                {"grads.dw_v", AT_OUT_OPT, AT_F32, AT_FILL_DATA, ONE, EXT2(AN_HEADS, AN_DVH),
+                 EXT(AN_DVIN), 0, NULL},
+                {"grads.db_q", AT_OUT_OPT, AT_F32, AT_FILL_DATA, ONE, ONE,
+                 EXT2(AN_HEADS, AN_DH), 0, NULL},
+                {"grads.d_score", AT_OUT_OPT, AT_F32, AT_FILL_DATA, ONE, ONE, EXT(AN_DH), 0,
+                 attention_param_shape}},
+        .score_dim = AN_DH,
+        .score_optional = 1,
+        .mask_m_dim = AN_TQ,
+        .mask_n_dim = AN_TKV,
+        .n_structs = 2,
+        .structs = {"params", "grads"},
+        NOT_IN_PLACE,
+        .dim_used = attention_dim_used,
+        .invoke = invoke_attention_backward,
     },
     {
         .name = "nwattn_nw_predict",
