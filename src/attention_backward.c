@@ -27,25 +27,29 @@ static int buffer_floats(const nw_attention_bwd_args *a, size_t out[BUFS]) {
     return 1;
 }
 
-/* Head h's backward arguments over the buffers. */
-static nw_backward_args head_args(const nw_attention_bwd_args *a, float *const buf[BUFS],
-                                  size_t h) {
+/* Head h's backward arguments over the buffers (buf NULL: the shapes only, for sizing). */
+static nw_backward_args head_args(const nw_attention_bwd_args *a, float *const *buf, size_t h) {
     const nwattn_attention_params *p = a->f.params;
     const nw_pool_args *pool = &a->f.pool;
     const size_t dh = pool->d, dvh = pool->dv, tq = a->f.t_q, tkv = a->f.t_kv;
     nw_backward_args b = {
         .simd = pool->simd, .score = pool->score, .mask = pool->mask,
         .batch = a->f.batch, .m = tq, .n = tkv, .d = dh, .dv = dvh,
-        .q = buf[BUF_Q] + h * dh, .ldq = p->d_qk, .stride_q = tq * p->d_qk,
-        .k = buf[BUF_K] + h * dh, .ldk = p->d_qk, .stride_k = tkv * p->d_qk,
-        .v = buf[BUF_V] + h * dvh, .ldv = p->d_v, .stride_v = tkv * p->d_v,
-        .o = buf[BUF_C] + h * dvh, .ldo = p->d_v, .stride_o = tq * p->d_v,
-        .lse = buf[BUF_LSE] + h * tq, .stride_lse = p->heads * tq,
-        .d_o = buf[BUF_DC] + h * dvh, .ld_do = p->d_v, .stride_d_o = tq * p->d_v,
-        .gq = buf[BUF_DQ] + h * dh, .ld_gq = p->d_qk, .stride_gq = tq * p->d_qk,
-        .gk = buf[BUF_DK] + h * dh, .ld_gk = p->d_qk, .stride_gk = tkv * p->d_qk,
-        .gv = buf[BUF_DV] + h * dvh, .ld_gv = p->d_v, .stride_gv = tkv * p->d_v,
+        .ldq = p->d_qk, .stride_q = tq * p->d_qk,
+        .ldk = p->d_qk, .stride_k = tkv * p->d_qk,
+        .ldv = p->d_v, .stride_v = tkv * p->d_v,
+        .ldo = p->d_v, .stride_o = tq * p->d_v,
+        .stride_lse = p->heads * tq,
+        .ld_do = p->d_v, .stride_d_o = tq * p->d_v,
+        .ld_gq = p->d_qk, .stride_gq = tq * p->d_qk,
+        .ld_gk = p->d_qk, .stride_gk = tkv * p->d_qk,
+        .ld_gv = p->d_v, .stride_gv = tkv * p->d_v,
     };
+    if (buf == NULL)
+        return b;
+    b.q = buf[BUF_Q] + h * dh, b.k = buf[BUF_K] + h * dh, b.v = buf[BUF_V] + h * dvh;
+    b.o = buf[BUF_C] + h * dvh, b.lse = buf[BUF_LSE] + h * tq, b.d_o = buf[BUF_DC] + h * dvh;
+    b.gq = buf[BUF_DQ] + h * dh, b.gk = buf[BUF_DK] + h * dh, b.gv = buf[BUF_DV] + h * dvh;
     b.dparam = buf[BUF_PARAM] + h * nw_grad_params(&b.score, dh);
     return b;
 }
@@ -61,8 +65,7 @@ size_t nw_attention_backward_workspace(const nw_pooling *pooling, nw_attention_b
             !nw_add(total, nw_round_up(bytes), &total))
             return SIZE_MAX;
     }
-    float *none[BUFS] = {0};
-    const nw_backward_args head = head_args(a, none, 0);
+    const nw_backward_args head = head_args(a, NULL, 0);
     size_t scratch = nw_pooling_workspace(pooling, &a->f.pool, threads);
     const size_t ref = nw_ref_backward_workspace(&head);
     const size_t fused = nw_fused_backward_workspace(&head, threads);
