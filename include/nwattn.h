@@ -630,6 +630,25 @@ NWATTN_API nwattn_status nwattn_nw_predict(nwattn_context *ctx, const nwattn_reg
                                            float *weights, size_t ldw,
                                            unsigned char *row_flags, size_t *n_flagged);
 
+/* Learning the bandwidths: d_bandwidths (d floats) = dL/dh_k for a loss L whose gradient with
+ * respect to nwattn_nw_predict's yq is dyq (m×dv, lddyq), with the same model, bandwidths and
+ * data: sum_i sum_c dyq_ic · d yq_ic / dh_k, from the analytic derivative of each row's estimate
+ * (nwattn_nw_cv's: local constant and local linear, every kernel; the uniform kernel's estimate
+ * is piecewise constant in h and its gradient is 0, an empty row's policy estimate contributes
+ * nothing). Backends as nwattn_nw_predict's row engines: REFERENCE in double over all points;
+ * the others the fast path (float weights, double sums, the context's threads, the same bits
+ * for any thread count). d2l's learnable-w model is the Gaussian case with h = 1/|w|:
+ * dL/dw = -sign(w) dL/dh / w^2. dyq must be finite. */
+NWATTN_API nwattn_status nwattn_nw_predict_backward(nwattn_context *ctx,
+                                                    const nwattn_regression *model,
+                                                    const float *bandwidths,
+                                                    size_t m, size_t n, size_t d, size_t dv,
+                                                    const float *xq, size_t ldq,
+                                                    const float *x, size_t ldx,
+                                                    const float *y, size_t ldy,
+                                                    const float *dyq, size_t lddyq,
+                                                    float *d_bandwidths);
+
 /* ---- Bandwidth selection ------------------------------------------------------------------ */
 /*
  * The leave-one-out cross-validation score of bandwidths h (d of them):

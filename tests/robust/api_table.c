@@ -509,6 +509,17 @@ static nwattn_status invoke_nw_predict(nwattn_context *ctx, const at_case *c) {
                              SZ(c, NP_NFLAGGED));
 }
 
+/* ---- nwattn_nw_predict_backward ------------------------------------------------------------ */
+enum { NB_XQ, NB_X, NB_Y, NB_DYQ, NB_BW, NB_DBW };
+
+static nwattn_status invoke_nw_predict_backward(nwattn_context *ctx, const at_case *c) {
+    const nwattn_regression model = regression_of(c, 0);
+    return nwattn_nw_predict_backward(ctx, MODEL(c), F(c, NB_BW), D(c, NP_M), D(c, NP_N),
+                                      D(c, NP_D), D(c, NP_DV), F(c, NB_XQ), LD(c, NB_XQ),
+                                      F(c, NB_X), LD(c, NB_X), F(c, NB_Y), LD(c, NB_Y),
+                                      F(c, NB_DYQ), LD(c, NB_DYQ), F(c, NB_DBW));
+}
+
 /* ---- nwattn_nw_cv --------------------------------------------------------------------------- */
 enum { CV_N, CV_D, CV_DV, CV_NBW };
 enum { CV_X, CV_Y, CV_BW, CV_CV, CV_GRAD, CV_FLAGGED };
@@ -1030,6 +1041,32 @@ const at_fn at_functions[] = {
         .params = REGRESSION_PARAMS,
         NOT_IN_PLACE,
         .invoke = invoke_nw_predict,
+        .finite_data = 1,
+    },
+    {
+        .name = "nwattn_nw_predict_backward",
+        .n_dims = 4,
+        .dims = {DIM("m", 4, 1, 40, AT_ZERO_DEFINED),
+                 DIM_ZERO_STATUS("n", 5, 3, 60, NWATTN_ERR_DEGENERATE_DATA),
+                 DIM("d", 4, 1, 5, AT_ZERO_INVALID),
+                 DIM("dv", 2, 1, 4, AT_ZERO_DEFINED)},
+        .batch_dim = -1,
+        .n_ops = 6,
+        .ops = {{"xq", AT_IN, AT_F32, AT_FILL_DATA, ONE, EXT(NP_M), EXT(NP_D), AT_HAS_LD, NULL},
+                {"x", AT_IN, AT_F32, AT_FILL_DATA, ONE, EXT(NP_N), EXT(NP_D), AT_HAS_LD, NULL},
+                {"y", AT_IN, AT_F32, AT_FILL_DATA, ONE, EXT(NP_N), EXT(NP_DV), AT_HAS_LD, NULL},
+                {"dyq", AT_IN, AT_F32, AT_FILL_DATA, ONE, EXT(NP_M), EXT(NP_DV), AT_HAS_LD,
+                 NULL},
+                {"bandwidths", AT_IN, AT_F32, AT_FILL_POSITIVE, ONE, ONE, EXT(NP_D), 0, NULL},
+                {"d_bandwidths", AT_OUT, AT_F32, AT_FILL_DATA, ONE, ONE, EXT(NP_D), 0, NULL}},
+        NO_SCORE,
+        NO_MASK,
+        .n_structs = 1,
+        .structs = {"model"},
+        .n_params = 3,
+        .params = REGRESSION_PARAMS,
+        NOT_IN_PLACE,
+        .invoke = invoke_nw_predict_backward,
         .finite_data = 1,
     },
     {
