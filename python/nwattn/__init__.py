@@ -17,6 +17,14 @@ from ._regression import (BandwidthRule, BandwidthSelection, Dataset, Degree, Em
                           Rng, RowFlag, WModelResult, bandwidth_rule_of_thumb, cv_options_default,
                           dataset_generate, dataset_truth, nw_cv, nw_predict, select_bandwidth,
                           weights_diagnostics, wmodel_evaluate, wmodel_train)
+from ._autograd import nw_predict_backward, pool_backward
+
+try:  # nwattn.autograd: torch.autograd.Functions, only where torch is importable
+    import torch as _torch  # noqa: F401
+except ImportError:
+    pass
+else:
+    from . import _autograd as autograd  # noqa: F401
 
 MAX_THREADS = 256  # NWATTN_MAX_THREADS
 
@@ -47,5 +55,6 @@ __all__ = [
     "version_number", "BandwidthRule", "BandwidthSelection", "Dataset", "Degree", "Empty",
     "Kernel", "Rng", "RowFlag", "WModelResult", "bandwidth_rule_of_thumb", "cv_options_default",
     "dataset_generate", "dataset_truth", "nw_cv", "nw_predict", "select_bandwidth",
-    "weights_diagnostics", "wmodel_evaluate", "wmodel_train",
+    "weights_diagnostics", "wmodel_evaluate", "wmodel_train", "pool_backward",
+    "nw_predict_backward",
 ]
