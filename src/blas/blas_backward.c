@@ -167,8 +167,39 @@ static int tile_live(const tiles *t, size_t rows, size_t j0) {
     return 0;
 }
 
+/* Which side of a tile pair the unit keeps fixed: its prepared form is made once. */
+enum { PREP_ROWS = 1, PREP_KEYS = 2 };
+
+/* The descriptor's forms of the tile's rows and keys (score.h), as `prep` asks; the rows'
+ * exact flags with them. */
+static void tile_prepare(const plan *pl, const tiles *t, size_t b, size_t i0, size_t rows,
+                         size_t j0, size_t cols, unsigned prep) {
+    const nw_backward_args *a = pl->a;
+    const nw_score_desc *desc = a->score.desc;
+    const nw_keys_info *info = &pl->info[b];
+    const float *q = NW_BITEM(a, q, b) + i0 * a->ldq, *k = NW_BITEM(a, k, b) + j0 * a->ldk;
+    if (prep & PREP_ROWS) {
+        for (size_t r = 0; r < rows; r++)
+            t->exact[r] = (unsigned char)nw_score_row_exact(&a->score, a->d, q + r * a->ldq,
+                                                            info);
+        desc->prepare_rows(&a->score, info, rows, a->d, q, a->ldq, t->qs);
+    }
+    if (prep & PREP_KEYS)
+        desc->prepare(&a->score, info, cols, a->d, k, a->ldk, t->kp);
+}
+
+/* Whether row r's tile takes the float path: fast scores at scale 1, no additive mask, every
+ * key of the tile live by position, leave-one-out and keep bytes. */
+static int plain_row(const plan *pl, const tiles *t, size_t r, size_t j0, size_t cols,
+                     double scale) {
+    const nw_mask_row *rm = &t->mrows[r];
+    return !t->exact[r] && scale == 1.0 && rm->additive == NULL && rm->keep == NULL &&
+           j0 + cols <= rm->limit && (rm->excluded < j0 || rm->excluded >= j0 + cols) &&
+           nw_grad_of(&pl->a->score)->plain;
+}
+
 /* P and E (pitch bt) of query rows i0 .. i0+rows-1 against keys j0 .. j0+cols-1 of item b,
- * with t->dd holding the rows' D and t->mrows their masks. */
+ * with t->dd holding the rows' D, t->mrows their masks and tile_prepare done. */
 static void tile_pe(const plan *pl, const tiles *t, size_t b, size_t i0, size_t rows,
                     size_t j0, size_t cols) {
     const nw_backward_args *a = pl->a;
@@ -178,13 +209,6 @@ static void tile_pe(const plan *pl, const tiles *t, size_t b, size_t i0, size_t 
     const float *q = NW_BITEM(a, q, b) + i0 * a->ldq, *k = NW_BITEM(a, k, b) + j0 * a->ldk;
     const float *lse = NW_BITEM(a, lse, b) + i0;
     const double scale = desc->scale(&a->score, info);
-    int any_exact = 0;
-    for (size_t r = 0; r < rows; r++) {
-        t->exact[r] = (unsigned char)nw_score_row_exact(&a->score, d, q + r * a->ldq, info);
-        any_exact |= t->exact[r];
-    }
-    desc->prepare_rows(&a->score, info, rows, d, q, a->ldq, t->qs);
-    desc->prepare(&a->score, info, cols, d, k, a->ldk, t->kp);
     desc->block(&a->score, info, a->simd, rows, cols, d, q, a->ldq, t->qs, k, a->ldk, t->kp,
                 t->s, bt);
     if (a->dv > 0)
@@ -195,19 +219,28 @@ static void tile_pe(const plan *pl, const tiles *t, size_t b, size_t i0, size_t 
         const nw_mask_row *rm = &t->mrows[r];
         float *s = t->s + r * bt, *p = t->p + r * bt, *e = t->e + r * bt;
         double *sd = t->sd + r * bt;
-        if (lse[r] == -INFINITY || j0 >= rm->limit) { /* nothing live here */
+        if (lse[r] == -INFINITY || j0 >= rm->limit || a->dv == 0) { /* nothing live, or dP = 0 */
             memset(p, 0, cols * sizeof(float));
             memset(e, 0, cols * sizeof(float));
+            continue;
+        }
+        if (plain_row(pl, t, r, j0, cols, scale)) {
+            /* the forward's float path: P = exp(s - lse) with a float shift, E = P (dP - D) */
+            for (size_t j = 0; j < cols; j++)
+                p[j] = s[j];
+            a->simd->exp_sumf(p, cols, lse[r]);
+            const float big_d = (float)t->dd[r];
+            for (size_t j = 0; j < cols; j++)
+                e[j] = p[j] == 0.0f ? 0.0f : p[j] * (e[j] - big_d);
             continue;
         }
         for (size_t j = 0; j < cols; j++) {
             const size_t key = j0 + j;
             double x = -INFINITY;
             if (key < rm->limit && !nw_mask_row_drops(rm, key)) {
-                const double score = any_exact && t->exact[r]
-                                         ? nw_ref_score(&a->score, d, q + r * a->ldq,
-                                                        k + j * a->ldk)
-                                         : scale * (double)s[j];
+                const double score = t->exact[r] ? nw_ref_score(&a->score, d, q + r * a->ldq,
+                                                                k + j * a->ldk)
+                                                 : scale * (double)s[j];
                 sd[j] = score;
                 x = nw_mask_value_d(rm, score, key);
             }
@@ -215,23 +248,29 @@ static void tile_pe(const plan *pl, const tiles *t, size_t b, size_t i0, size_t 
         }
         a->simd->exp_sumf(p, cols, 0.0f);
         const double big_d = t->dd[r];
-        for (size_t j = 0; j < cols; j++) {
-            const double dp = a->dv > 0 ? (double)e[j] : 0.0;
+        for (size_t j = 0; j < cols; j++)
             e[j] = p[j] == 0.0f ? 0.0f
-                                : (float)rule->coeff((double)p[j] * (dp - big_d), sd[j]);
-        }
+                                : (float)rule->coeff((double)p[j] * ((double)e[j] - big_d), sd[j]);
     }
 }
 
-/* x~ of rows x (count × d, pitch ldx) into t->xt (pitch d). */
-static void operand_tile(const plan *pl, const tiles *t, size_t b, const float *x, size_t ldx,
-                         size_t count) {
+/* x~ of rows x (count × d, pitch ldx) for the products: x itself when the kind takes rows as
+ * they are (*ld = ldx), else converted into t->xt (*ld = d). */
+static const float *operand_tile(const plan *pl, const tiles *t, size_t b, const float *x,
+                                 size_t ldx, size_t count, size_t *ld) {
     const nw_backward_args *a = pl->a;
+    const nw_score_grad *rule = nw_grad_of(&a->score);
+    if (!rule->centred && !rule->unit) {
+        *ld = ldx;
+        return x;
+    }
     for (size_t i = 0; i < count; i++) {
         nw_grad_operand(&a->score, a->d, x + i * ldx, pl->centre + b * a->d, t->row);
         for (size_t l = 0; l < a->d; l++)
             t->xt[i * a->d + l] = (float)t->row[l];
     }
+    *ld = a->d;
+    return t->xt;
 }
 
 /* Row x's gradient from its float sum g (d floats, overwritten with the gradient) and r. */
@@ -263,19 +302,23 @@ static void key_unit(const plan *pl, const tiles *t, size_t b, size_t kb, double
         memset(dv + j * a->ld_gv, 0, a->dv * sizeof(float));
         t->sums[j] = 0.0;
     }
+    tile_prepare(pl, t, b, 0, 0, j0, cols, PREP_KEYS);
     for (size_t i0 = 0; i0 < a->m; i0 += bt) {
         const size_t rows = min_size(bt, a->m - i0);
         mask_rows(a, t, b, i0, rows);
         if (!tile_live(t, rows, j0))
             continue;
         row_d(a, b, i0, rows, t->dd);
+        tile_prepare(pl, t, b, i0, rows, j0, cols, PREP_ROWS);
         tile_pe(pl, t, b, i0, rows, j0, cols);
         const float *d_o = NW_BITEM(a, d_o, b) + i0 * a->ld_do;
         if (a->dv > 0)
             nw_blas_sgemm_tn(cols, a->dv, rows, 1.0f, t->p, bt, d_o, a->ld_do, 1.0f, dv,
                              a->ld_gv);
-        operand_tile(pl, t, b, NW_BITEM(a, q, b) + i0 * a->ldq, a->ldq, rows);
-        nw_blas_sgemm_tn(cols, a->d, rows, 1.0f, t->e, bt, t->xt, a->d, 1.0f, dk, a->ld_gk);
+        size_t ldx;
+        const float *qt =
+            operand_tile(pl, t, b, NW_BITEM(a, q, b) + i0 * a->ldq, a->ldq, rows, &ldx);
+        nw_blas_sgemm_tn(cols, a->d, rows, 1.0f, t->e, bt, qt, ldx, 1.0f, dk, a->ld_gk);
         for (size_t r = 0; r < rows; r++)
             for (size_t j = 0; j < cols; j++)
                 t->sums[j] += (double)t->e[r * bt + j];
@@ -297,11 +340,15 @@ static void query_unit(const plan *pl, const tiles *t, size_t b, size_t qb, doub
     }
     mask_rows(a, t, b, i0, rows);
     row_d(a, b, i0, rows, t->dd);
+    tile_prepare(pl, t, b, i0, rows, 0, 0, PREP_ROWS);
     for (size_t j0 = 0; j0 < a->n && tile_live(t, rows, j0); j0 += bt) {
         const size_t cols = min_size(bt, a->n - j0);
+        tile_prepare(pl, t, b, i0, rows, j0, cols, PREP_KEYS);
         tile_pe(pl, t, b, i0, rows, j0, cols);
-        operand_tile(pl, t, b, NW_BITEM(a, k, b) + j0 * a->ldk, a->ldk, cols);
-        nw_blas_sgemm(0, rows, a->d, cols, 1.0f, t->e, bt, t->xt, a->d, 1.0f, dq, a->ld_gq);
+        size_t ldx;
+        const float *kt =
+            operand_tile(pl, t, b, NW_BITEM(a, k, b) + j0 * a->ldk, a->ldk, cols, &ldx);
+        nw_blas_sgemm(0, rows, a->d, cols, 1.0f, t->e, bt, kt, ldx, 1.0f, dq, a->ld_gq);
         for (size_t r = 0; r < rows; r++)
             for (size_t j = 0; j < cols; j++)
                 r_sums[r] += (double)t->e[r * bt + j];

@@ -63,10 +63,11 @@ static void distance_finish(const nw_score *score, size_t d, const float *x,
     }
 }
 
-const nw_score_grad nw_grad_dot = {.coeff = plain_coeff, .finish = dot_finish};
-const nw_score_grad nw_grad_cosine = {.coeff = plain_coeff, .unit = 1, .finish = cosine_finish};
+const nw_score_grad nw_grad_dot = {.coeff = plain_coeff, .plain = 1, .finish = dot_finish};
+const nw_score_grad nw_grad_cosine = {
+    .coeff = plain_coeff, .unit = 1, .plain = 1, .finish = cosine_finish};
 const nw_score_grad nw_grad_gaussian = {
-    .coeff = plain_coeff, .centred = 1, .finish = distance_finish};
+    .coeff = plain_coeff, .centred = 1, .plain = 1, .finish = distance_finish};
 const nw_score_grad nw_grad_laplace = {
     .coeff = laplace_coeff, .centred = 1, .finish = distance_finish};
 

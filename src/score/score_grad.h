@@ -30,6 +30,8 @@ typedef struct nw_score_grad {
     double (*coeff)(double ds, double score);
     /* Whether rows enter the products centred on the mean key (distances), unit (cosine). */
     int centred, unit;
+    /* coeff is dS itself (every kind but Laplace): the fused tiles' float path applies. */
+    int plain;
     /* dx (d doubles) from g (d doubles) and r; adds the row's share to dparam
      * (nw_grad_params entries). query: the row is a query (the scaled kinds count only those). */
     void (*finish)(const nw_score *score, size_t d, const float *x, const double *centre,
