@@ -69,21 +69,9 @@ nwattn_status nwattn_nw_predict_backward(nwattn_context *ctx, const nwattn_regre
         memset(d_bandwidths, 0, d * sizeof(float));
         return NWATTN_OK;
     }
-    int fast;
-    NW_TRY(nw_select_fast(ctx, &fast));
-    const size_t threads = fast ? ctx->workers.threads : 1, units = nw_units(m);
-    size_t bytes = nw_plan_bytes(&mod, fast, n, threads, units);
-    if (bytes == SIZE_MAX)
-        return nw_fail(ctx, NWATTN_ERR_OVERFLOW, "working memory for n = %zu overflows", n);
-    void *mem;
-    NW_TRY(nw_workspace(ctx, bytes, &mem));
     nw_plan plan;
-    nw_plan_init(&plan, &mod, fast, n, x, ldx, y, ldy, threads, units, mem);
-    plan.team = &ctx->workers;
-    for (size_t k = 0; k < d; k++) {
-        plan.inv_h[k] = 1.0 / (double)bandwidths[k];
-        plan.inv_hf[k] = (float)plan.inv_h[k];
-    }
+    NW_TRY(nw_query_plan(ctx, &mod, m, n, x, ldx, y, ldy, bandwidths, &plan));
+    const size_t threads = plan.threads, units = plan.units;
     grad_job job = {&plan, m, xq, ldq, dyq, lddyq};
     nw_parallel_for(&ctx->workers, threads, units, grad_unit, &job);
     for (size_t k = 0; k < d; k++) {
