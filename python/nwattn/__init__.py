@@ -17,7 +17,7 @@ from ._regression import (BandwidthRule, BandwidthSelection, Dataset, Degree, Em
                           Rng, RowFlag, WModelResult, bandwidth_rule_of_thumb, cv_options_default,
                           dataset_generate, dataset_truth, nw_cv, nw_predict, select_bandwidth,
                           weights_diagnostics, wmodel_evaluate, wmodel_train)
-from ._autograd import nw_predict_backward, pool_backward
+from ._autograd import attention_backward, nw_predict_backward, pool_backward
 
 try:  # nwattn.autograd: torch.autograd.Functions, only where torch is importable
     import torch as _torch  # noqa: F401
@@ -56,5 +56,5 @@ __all__ = [
     "Kernel", "Rng", "RowFlag", "WModelResult", "bandwidth_rule_of_thumb", "cv_options_default",
     "dataset_generate", "dataset_truth", "nw_cv", "nw_predict", "select_bandwidth",
     "weights_diagnostics", "wmodel_evaluate", "wmodel_train", "pool_backward",
-    "nw_predict_backward",
+    "nw_predict_backward", "attention_backward",
 ]

@@ -6,11 +6,13 @@ numpy (always available, also as ``nwattn.pool_backward`` and ``nwattn.nw_predic
 
 - :func:`pool_backward` — ``nwattn_pool_backward``: dQ, dK, dV and the score parameter's
   gradient from the forward's O and lse and dO;
+- :func:`attention_backward` — ``nwattn_attention_backward``: the attention layer's gradients;
 - :func:`nw_predict_backward` — ``nwattn_nw_predict_backward``: dL/dh of a prediction.
 
 torch (``nwattn.autograd``, only where ``import torch`` works): :func:`pool`, a differentiable
-``nwattn_pool`` whose scale or bandwidth may be a learnable tensor, and :func:`nw_predict`,
-a differentiable Nadaraya-Watson prediction in its bandwidth. Tensors go through float32 numpy
+``nwattn_pool`` whose scale or bandwidth may be a learnable tensor, :func:`attention`, the
+attention layer (d2l's and the seed's SelfAttention train with it unchanged), and
+:func:`nw_predict`, a differentiable Nadaraya-Watson prediction in its bandwidth. Tensors go through float32 numpy
 on the CPU; results come back in the input's dtype and device.
 """
 import ctypes
@@ -18,11 +20,12 @@ import ctypes
 import numpy as np
 
 from . import _arrays as A
-from ._capi import C, PoolGrads, PoolUpstream
+from ._capi import AttentionGrads, AttentionParams, C, PoolGrads, PoolUpstream
 from ._context import resolve
 from ._core import ScoreKind, _MaskArgs, make_score
 from ._errors import check
 from ._regression import _bandwidths, _model, _points
+from ._transformer import _dense
 
 
 def _unbroadcast(grad, shape):
@@ -79,6 +82,68 @@ def pool_backward(q, k, v, o, lse, d_o, *, score="dot", scale=None, bandwidth=No
                                  ctypes.byref(g)), h, "nwattn_pool_backward")
     dq, dk, dvv = (_unbroadcast(op.array, x.shape) for op, x in zip(grads, (q, k, v)))
     return dq, dk, dvv, (d_param if per_dim else float(d_param[0]))
+
+
+def attention_backward(x_q, x_k, x_v, dy, *, w_q, w_k, w_v, w_o=None, b_q=None, b_k=None,
+                       b_v=None, b_o=None, heads=1, score="dot", scale=None, bandwidth=None,
+                       bandwidths=None, valid_lens=None, causal=False, leave_one_out=False,
+                       additive=None, keep=None, ctx=None):
+    """``nwattn_attention_backward``: the gradients of a loss through :func:`nwattn.attention`
+    (same arguments; x_k and x_v must be given, pass x_q again for self-attention) from
+    dy = dL/dY. Returns a dict with dx_q, dx_k, dx_v (shaped like the inputs, summed over
+    broadcast batch axes), dw_q, dw_k, dw_v, db_q, db_k, db_v and, with w_o, dw_o and db_o,
+    and d_score (the score's parameter: a float, or a (d,) array for per-dimension
+    bandwidths)."""
+    ctx = resolve(ctx)
+    xs = [A.float_input(x, name) for x, name in ((x_q, "x_q"), (x_k, "x_k"), (x_v, "x_v"))]
+    (t_q, d_q_in), (t_kv, d_k_in), (_, d_v_in) = (x.shape[-2:] for x in xs)
+    w = {"w_q": _dense(w_q, "w_q"), "w_k": _dense(w_k, "w_k"), "w_v": _dense(w_v, "w_v"),
+         "w_o": _dense(w_o, "w_o")}
+    d_qk, d_v = w["w_q"].shape[0], w["w_v"].shape[0]
+    d_out = d_v if w_o is None else w["w_o"].shape[0]
+    b = {"b_q": _dense(b_q, "b_q", (d_qk,), 1), "b_k": _dense(b_k, "b_k", (d_qk,), 1),
+         "b_v": _dense(b_v, "b_v", (d_v,), 1), "b_o": _dense(b_o, "b_o", (d_out,), 1)}
+
+    def ptr(a):
+        return None if a is None else a.ctypes.data
+
+    heads = int(heads)
+    params = AttentionParams(heads, d_q_in, d_k_in, d_v_in, d_qk, d_v, d_out,
+                             *(ptr(w[n]) for n in ("w_q", "w_k", "w_v", "w_o")),
+                             *(ptr(b[n]) for n in ("b_q", "b_k", "b_v", "b_o")))
+    masks = _MaskArgs(t_q, t_kv, valid_lens, causal, leave_one_out, additive, keep)
+    batch = A.broadcast_batch([(n, x.shape[:-2]) for n, x in zip(("x_q", "x_k", "x_v"), xs)]
+                              + masks.batch_shapes())
+    d_head = d_qk // heads if heads else 0
+    sc, alive = make_score(score, scale, bandwidth, bandwidths, d_head)
+    mask, alive_mask = masks.build(batch)
+    ops = [A.input_operand(x, batch, n) for x, n in zip(xs, ("x_q", "x_k", "x_v"))]
+    dyo = A.input_operand(A.float_input(dy, "dy"), batch, "dy")
+    dxs = [A.output_operand(None, tuple(batch) + x.shape[-2:], n)
+           for x, n in zip(xs, ("dx_q", "dx_k", "dx_v"))]
+    out = {n: np.zeros(a.shape if a is not None else (0,), A.F32) for n, a in
+           {**{"d" + k: v for k, v in w.items()}, **{"d" + k: v for k, v in b.items()}}.items()}
+    for name in ("db_q", "db_k", "db_v"):  # the gradient of a zero bias, also without one
+        if out[name].size == 0:
+            out[name] = np.zeros(d_qk if name != "db_v" else d_v, A.F32)
+    per_dim = sc.bandwidths is not None and sc.kind in (ScoreKind.GAUSSIAN, ScoreKind.LAPLACE)
+    d_score = np.zeros(d_head if per_dim else 1, A.F32)
+    has_o = w_o is not None
+    g = AttentionGrads(*dxs[0].args, *dxs[1].args, *dxs[2].args,
+                       ptr(out["dw_q"]), ptr(out["dw_k"]), ptr(out["dw_v"]),
+                       ptr(out["dw_o"]) if has_o else None, ptr(out["db_q"]), ptr(out["db_k"]),
+                       ptr(out["db_v"]), ptr(out["db_o"]) if has_o else None,
+                       d_score.ctypes.data)
+    h = ctx.handle
+    check(C.nwattn_attention_backward(h, ctypes.byref(params), ctypes.byref(sc), mask,
+                                      A.count(batch), t_q, t_kv, *ops[0].args, *ops[1].args,
+                                      *ops[2].args, *dyo.args, ctypes.byref(g)), h,
+          "nwattn_attention_backward")
+    result = {n: _unbroadcast(op.array, x.shape) for n, op, x in
+              zip(("dx_q", "dx_k", "dx_v"), dxs, xs)}
+    result.update({n: a for n, a in out.items() if has_o or n not in ("dw_o", "db_o")})
+    result["d_score"] = d_score if per_dim else float(d_score[0])
+    return result
 
 
 def nw_predict_backward(xq, x, y, bandwidth, dyq, *, kernel="gaussian", degree="constant",
@@ -166,6 +231,46 @@ if torch is not None:  # pragma: no cover - torch is not installed on the CI mac
             xq, x, y, h = fctx.saved_tensors
             dh = nw_predict_backward(_np(xq), _np(x), _np(y), _np(h), _np(dyq), **fctx.kwargs)
             return None, None, None, _like(np.asarray(dh, np.float32).reshape(h.shape), h), None
+
+    _LAYER = ("w_q", "w_k", "w_v", "w_o", "b_q", "b_k", "b_v", "b_o")
+
+    class AttentionFunction(torch.autograd.Function):
+        """Y = nwattn.attention(...) with gradients for the inputs, weights, biases and the
+        score's scale (a learnable temperature) when it is given as a tensor."""
+
+        @staticmethod
+        def forward(fctx, x_q, x_k, x_v, w_q, w_k, w_v, w_o, b_q, b_k, b_v, b_o, scale, opts):
+            tensors = (w_q, w_k, w_v, w_o, b_q, b_k, b_v, b_o)
+            kw = {n: (None if t is None else _np(t)) for n, t in zip(_LAYER, tensors)}
+            if scale is not None:
+                kw["scale"] = float(_np(scale).reshape(()))
+            y = __import__("nwattn").attention(_np(x_q), _np(x_k), _np(x_v), **kw, **opts)
+            fctx.save_for_backward(x_q, x_k, x_v, *tensors, scale)
+            fctx.opts = opts
+            return _like(y, x_q)
+
+        @staticmethod
+        def backward(fctx, dy):
+            x_q, x_k, x_v, *tensors, scale = fctx.saved_tensors
+            kw = {n: (None if t is None else _np(t)) for n, t in zip(_LAYER, tensors)}
+            if scale is not None:
+                kw["scale"] = float(_np(scale).reshape(()))
+            g = attention_backward(_np(x_q), _np(x_k), _np(x_v), _np(dy), **kw, **fctx.opts)
+            grads = [_like(g["dx_q"], x_q), _like(g["dx_k"], x_k), _like(g["dx_v"], x_v)]
+            for n, t in zip(_LAYER, tensors):
+                grads.append(None if t is None else _like(g["d" + n].reshape(t.shape), t))
+            grads.append(None if scale is None else
+                         _like(np.asarray(g["d_score"], np.float32).reshape(scale.shape), scale))
+            return (*grads, None)
+
+    def attention(x_q, x_k=None, x_v=None, *, w_q, w_k, w_v, w_o=None, b_q=None, b_k=None,
+                  b_v=None, b_o=None, scale=None, **opts):
+        """Differentiable nwattn.attention (heads, score and mask keywords in opts); scale: a
+        tensor for a learnable temperature of the scaled dot product (default 1/sqrt(d_k))."""
+        x_k = x_q if x_k is None else x_k
+        x_v = x_k if x_v is None else x_v
+        return AttentionFunction.apply(x_q, x_k, x_v, w_q, w_k, w_v, w_o, b_q, b_k, b_v, b_o,
+                                       scale, opts)
 
     def nw_predict(xq, x, y, bandwidth, **kwargs):
         """Differentiable nwattn.nw_predict in its bandwidth tensor."""
