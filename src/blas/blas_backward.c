@@ -52,7 +52,7 @@ typedef struct plan {
 
 /* One worker's tiles. */
 typedef struct tiles {
-    float *s, *p, *e, *kp, *qs, *xt;
+    float *s, *e, *kp, *qs, *xt; /* s: the scores, then P in place */
     double *sd, *dd, *sums, *row;
     nw_mask_row *mrows;
     unsigned char *exact;
@@ -74,8 +74,7 @@ static size_t tile_bytes(const nw_backward_args *a, size_t bt) {
     size_t total = 0, tile, xt;
     const int ok = prep != SIZE_MAX && rows != SIZE_MAX && nw_mul(bt, bt, &tile) &&
                    nw_mul(bt, a->d, &xt) &&
-                   nw_tile_piece(&total, tile, sizeof(float)) &&  /* s */
-                   nw_tile_piece(&total, tile, sizeof(float)) &&  /* p */
+                   nw_tile_piece(&total, tile, sizeof(float)) &&  /* s, then P */
                    nw_tile_piece(&total, tile, sizeof(float)) &&  /* e */
                    nw_tile_piece(&total, prep, sizeof(float)) &&  /* kp */
                    nw_tile_piece(&total, rows, sizeof(float)) &&  /* qs */
@@ -94,7 +93,6 @@ static void tiles_carve(const plan *pl, size_t worker, tiles *t) {
     const size_t bt = pl->bt;
     unsigned char *c = pl->scratch + worker * pl->unit_bytes;
     t->s = (float *)(void *)nw_tile_take(&c, bt * bt, sizeof(float));
-    t->p = (float *)(void *)nw_tile_take(&c, bt * bt, sizeof(float));
     t->e = (float *)(void *)nw_tile_take(&c, bt * bt, sizeof(float));
     t->kp = (float *)(void *)nw_tile_take(&c, a->score.desc->prep_floats(bt, a->d),
                                           sizeof(float));
@@ -198,7 +196,7 @@ static int plain_row(const plan *pl, const tiles *t, size_t r, size_t j0, size_t
            nw_grad_of(&pl->a->score)->plain;
 }
 
-/* P and E (pitch bt) of query rows i0 .. i0+rows-1 against keys j0 .. j0+cols-1 of item b,
+/* P (in t->s) and E (pitch bt) of query rows i0 .. i0+rows-1 against keys j0 .. j0+cols-1 of item b,
  * with t->dd holding the rows' D, t->mrows their masks and tile_prepare done. */
 static void tile_pe(const plan *pl, const tiles *t, size_t b, size_t i0, size_t rows,
                     size_t j0, size_t cols) {
@@ -217,7 +215,7 @@ static void tile_pe(const plan *pl, const tiles *t, size_t b, size_t i0, size_t 
     const nw_score_grad *rule = nw_grad_of(&a->score);
     for (size_t r = 0; r < rows; r++) {
         const nw_mask_row *rm = &t->mrows[r];
-        float *s = t->s + r * bt, *p = t->p + r * bt, *e = t->e + r * bt;
+        float *s = t->s + r * bt, *p = s, *e = t->e + r * bt; /* P replaces the scores */
         double *sd = t->sd + r * bt;
         if (lse[r] == -INFINITY || j0 >= rm->limit || a->dv == 0) { /* nothing live, or dP = 0 */
             memset(p, 0, cols * sizeof(float));
@@ -226,8 +224,6 @@ static void tile_pe(const plan *pl, const tiles *t, size_t b, size_t i0, size_t 
         }
         if (plain_row(pl, t, r, j0, cols, scale)) {
             /* the forward's float path: P = exp(s - lse) with a float shift, E = P (dP - D) */
-            for (size_t j = 0; j < cols; j++)
-                p[j] = s[j];
             a->simd->exp_sumf(p, cols, lse[r]);
             const float big_d = (float)t->dd[r];
             for (size_t j = 0; j < cols; j++)
@@ -285,6 +281,29 @@ static void finish(const plan *pl, const tiles *t, size_t b, const float *x, flo
         g[l] = (float)dx[l];
 }
 
+/* sums[j] += sum_r e[r·lde + j], in double, rows in order (the loop over j vectorises). */
+static void add_column_sums(const float *restrict e, size_t lde, size_t rows, size_t cols,
+                            double *restrict sums) {
+    for (size_t r = 0; r < rows; r++)
+        for (size_t j = 0; j < cols; j++)
+            sums[j] += (double)e[r * lde + j];
+}
+
+/* sum_j e[j] in double, in eight fixed lanes added in order at the end. */
+static double row_sum(const float *e, size_t cols) {
+    double lane[8] = {0};
+    size_t j = 0;
+    for (; j + 8 <= cols; j += 8)
+        for (size_t l = 0; l < 8; l++)
+            lane[l] += (double)e[j + l];
+    double sum = 0.0;
+    for (size_t l = 0; l < 8; l++)
+        sum += lane[l];
+    for (; j < cols; j++)
+        sum += (double)e[j];
+    return sum;
+}
+
 /* ---- Units ------------------------------------------------------------------------------ */
 static void mask_rows(const nw_backward_args *a, const tiles *t, size_t b, size_t i0,
                       size_t rows) {
@@ -313,15 +332,13 @@ static void key_unit(const plan *pl, const tiles *t, size_t b, size_t kb, double
         tile_pe(pl, t, b, i0, rows, j0, cols);
         const float *d_o = NW_BITEM(a, d_o, b) + i0 * a->ld_do;
         if (a->dv > 0)
-            nw_blas_sgemm_tn(cols, a->dv, rows, 1.0f, t->p, bt, d_o, a->ld_do, 1.0f, dv,
+            nw_blas_sgemm_tn(cols, a->dv, rows, 1.0f, t->s, bt, d_o, a->ld_do, 1.0f, dv,
                              a->ld_gv);
         size_t ldx;
         const float *qt =
             operand_tile(pl, t, b, NW_BITEM(a, q, b) + i0 * a->ldq, a->ldq, rows, &ldx);
         nw_blas_sgemm_tn(cols, a->d, rows, 1.0f, t->e, bt, qt, ldx, 1.0f, dk, a->ld_gk);
-        for (size_t r = 0; r < rows; r++)
-            for (size_t j = 0; j < cols; j++)
-                t->sums[j] += (double)t->e[r * bt + j];
+        add_column_sums(t->e, bt, rows, cols, t->sums);
     }
     const float *k = NW_BITEM(a, k, b) + j0 * a->ldk;
     for (size_t j = 0; j < cols; j++)
@@ -350,8 +367,7 @@ static void query_unit(const plan *pl, const tiles *t, size_t b, size_t qb, doub
             operand_tile(pl, t, b, NW_BITEM(a, k, b) + j0 * a->ldk, a->ldk, cols, &ldx);
         nw_blas_sgemm(0, rows, a->d, cols, 1.0f, t->e, bt, kt, ldx, 1.0f, dq, a->ld_gq);
         for (size_t r = 0; r < rows; r++)
-            for (size_t j = 0; j < cols; j++)
-                r_sums[r] += (double)t->e[r * bt + j];
+            r_sums[r] += row_sum(t->e + r * bt, cols);
     }
     const float *q = NW_BITEM(a, q, b) + i0 * a->ldq;
     for (size_t r = 0; r < rows; r++)
