@@ -355,9 +355,9 @@ int main(int argc, char **argv) {
         return 1;
     static task tk;
     make_task(ctx, &tk);
-    heads_experiment(ctx, &tk, dir, quick ? 20 : 600);
-    scale_experiment(ctx, &tk, dir, quick ? 10 : 300);
-    pool_experiment(ctx, dir, quick ? 10 : 200);
+    heads_experiment(ctx, &tk, dir, quick ? 3 : 600);
+    scale_experiment(ctx, &tk, dir, quick ? 1 : 300);
+    pool_experiment(ctx, dir, quick ? 3 : 200);
     nwattn_context_destroy(ctx);
     return 0;
 }
