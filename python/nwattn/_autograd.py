@@ -20,7 +20,7 @@ import ctypes
 import numpy as np
 
 from . import _arrays as A
-from ._capi import AttentionGrads, AttentionParams, C, PoolGrads, PoolUpstream
+from ._capi import AttentionGrads, AttentionParams, C, PoolGrads, PoolUpstream, size
 from ._context import resolve
 from ._core import ScoreKind, _MaskArgs, make_score
 from ._errors import check
@@ -107,7 +107,7 @@ def attention_backward(x_q, x_k, x_v, dy, *, w_q, w_k, w_v, w_o=None, b_q=None, 
     def ptr(a):
         return None if a is None else a.ctypes.data
 
-    heads = int(heads)
+    heads = size(heads, "heads")  # 0 and heads not dividing d_qk, d_v: C refuses them
     params = AttentionParams(heads, d_q_in, d_k_in, d_v_in, d_qk, d_v, d_out,
                              *(ptr(w[n]) for n in ("w_q", "w_k", "w_v", "w_o")),
                              *(ptr(b[n]) for n in ("b_q", "b_k", "b_v", "b_o")))
