@@ -253,22 +253,23 @@ NWATTN_API nwattn_status nwattn_pool(nwattn_context *ctx, const nwattn_score *sc
  * binding passes the forward's inputs as they were; what the forward wrote plus dO
  * (nwattn_pool_upstream) and what this call writes (nwattn_pool_grads) are two plain structs
  * of pointer + leading dimension + stride fields, like nwattn_mask and nwattn_pool_state:
- * ctypes and Julia mirror each with one struct, no field is a union or a callback, and a
- * zero-initialised field means "not asked for". A flat list would have 35 positional
+ * ctypes and Julia mirror each with one struct, no field is a union or a callback, and a NULL
+ * parameter-gradient field means "not asked for". A flat list would have 35 positional
  * arguments where nothing says which ld belongs to which matrix.
  *
  * Backends. REFERENCE: the definition in double (scores, weights and sums recomputed from Q,
  * K, V; o and lse are checked but not read): the float rounding of the exact gradient, up to
  * a few ulp of the largest term of each sum. Every other backend: FlashAttention-2's
  * backward. P is rebuilt tile by tile from lse and the forward's scores (the same descriptor
- * code), D from O, and the five tile products go through cblas_sgemm: dK and dV by blocks of
- * keys, dQ by blocks of queries (the scores and dP are formed once for each), so the context's
- * threads are used even when batch is 1; each unit's sums run in a fixed order and the
- * parameter gradient adds the units' shares in unit order: the same bits for any thread count.
+ * code), D from O, and the tile products go through cblas_sgemm: dK and dV by blocks of
+ * keys, dQ by blocks of queries (S and dP are formed for each: seven products per tile pair
+ * instead of five, so that no two units write the same row), so the context's threads are used
+ * even when batch is 1; each unit's sums run in a fixed order and the parameter gradient adds
+ * the units' shares in unit order: the same bits for any thread count.
  * Working memory: a few 64×64 tiles per worker and a few doubles per unit, whatever m and n.
  * Accuracy: each weight carries a relative error of about (|lse_i| + |x_ij| + 4)·2^-24 from
- * the float lse and exponential, the products float32 GEMM rounding (tested against REFERENCE:
- * docs/numerics.md "Gradients"). A call whose Q or K holds NaN or Inf, or whose lse holds NaN,
+ * the float lse and exponential, the products float32 GEMM rounding (tested against REFERENCE
+ * to 2e-4 of each gradient's largest entry: docs/numerics.md "Gradients"). A call whose Q or K holds NaN or Inf, or whose lse holds NaN,
  * +INFINITY or a finite value beyond ±1024 (where a float lse no longer pins P down) runs the
  * reference under every backend.
  * All outputs are required except the parameter gradient: set the one field of grads that
