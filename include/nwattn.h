@@ -233,6 +233,80 @@ NWATTN_API nwattn_status nwattn_pool(nwattn_context *ctx, const nwattn_score *sc
                                      float *weights, size_t ldw, size_t stride_w,
                                      float *lse, size_t stride_lse);
 
+/* ---- Gradients of the pooling ------------------------------------------------------------ */
+/* Backpropagation through nwattn_pool: from the forward's inputs, what it wrote (O and lse)
+ * and dO = dL/dO, the gradients of L with respect to Q, K, V and the score's parameter:
+ *   D_i = dO_i . O_i,  dP = dO V^T,  dS = P o (dP - D),  dV = P^T dO,
+ *   dQ, dK, d(parameter) = dS through the score's own chain rule:
+ *     DOT      dQ = a dS K, dK = a dS^T Q, d_scale = sum dS o (Q K^T)
+ *     COSINE   through q/|q| and k/|k| (a zero row has gradient 0), d_scale = sum dS o cos
+ *     GAUSSIAN dQ_i = sum_j dS_ij (k_j - q_i) / h^2 (per dimension: / h_l^2), dK likewise,
+ *              d_bandwidth = sum dS_ij |q_i - k_j|^2 / h^3 (per dimension: d_bandwidths)
+ *     LAPLACE  the same with dS_ij divided by the scaled distance; at q = k the subgradient 0.
+ * P is the forward's weights. Masked pairs contribute nothing: a key masked for every query
+ * gets exactly zero dK and dV, a fully masked row (lse -INFINITY) exactly zero dQ (dO finite).
+ * A live NaN (the forward's NaN rows) makes the row's gradient and those of its live keys NaN.
+ * Broadcast inputs (stride 0) get one gradient per item: sum them for the shared matrix. The
+ * parameter gradient is one number (or d) for the whole batch, summed in double.
+ *
+ * The shape of the call: its first seventeen arguments are nwattn_pool's own, unchanged, so a
+ * binding passes the forward's inputs as they were; what the forward wrote plus dO
+ * (nwattn_pool_upstream) and what this call writes (nwattn_pool_grads) are two plain structs
+ * of pointer + leading dimension + stride fields, like nwattn_mask and nwattn_pool_state:
+ * ctypes and Julia mirror each with one struct, no field is a union or a callback, and a NULL
+ * parameter-gradient field means "not asked for". A flat list would have 35 positional
+ * arguments where nothing says which ld belongs to which matrix.
+ *
+ * Backends. REFERENCE: the definition in double (scores, weights and sums recomputed from Q,
+ * K, V; o and lse are checked but not read): the float rounding of the exact gradient, up to
+ * a few ulp of the largest term of each sum. Every other backend: FlashAttention-2's
+ * backward. P is rebuilt tile by tile from lse and the forward's scores (the same descriptor
+ * code), D from O, and the tile products go through cblas_sgemm: dK and dV by blocks of
+ * keys, dQ by blocks of queries (S and dP are formed for each: seven products per tile pair
+ * instead of five, so that no two units write the same row), so the context's threads are used
+ * even when batch is 1; each unit's sums run in a fixed order and the parameter gradient adds
+ * the units' shares in unit order: the same bits for any thread count.
+ * Working memory: a few 64×64 tiles per worker and a few doubles per unit, whatever m and n.
+ * Accuracy: each weight carries a relative error of about (|lse_i| + |x_ij| + 4)·2^-24 from
+ * the float lse and exponential, the products float32 GEMM rounding (tested against REFERENCE
+ * to 2e-4 of each gradient's largest entry: docs/numerics.md "Gradients"). A call whose Q or K holds NaN or Inf, or whose lse holds NaN,
+ * +INFINITY or a finite value beyond ±1024 (where a float lse no longer pins P down) runs the
+ * reference under every backend.
+ * All outputs are required except the parameter gradient: set the one field of grads that
+ * matches the score (d_scale for DOT and COSINE, d_bandwidth for a scalar bandwidth,
+ * d_bandwidths for per-dimension ones; another field set is NWATTN_ERR_BAD_PARAMETER).
+ * m == 0 or n == 0 write zero gradients. Outputs must overlap no input or each other. */
+typedef struct nwattn_pool_upstream {
+    const float *o; /* the forward's output, m×dv per item */
+    size_t ldo, stride_o;
+    const float *lse; /* the forward's log-sum-exp, lse[b·stride_lse + i] */
+    size_t stride_lse;
+    const float *d_o; /* dL/dO, m×dv per item */
+    size_t ld_do, stride_do;
+} nwattn_pool_upstream;
+
+typedef struct nwattn_pool_grads {
+    float *d_q; /* m×d per item */
+    size_t ld_dq, stride_dq;
+    float *d_k; /* n×d per item */
+    size_t ld_dk, stride_dk;
+    float *d_v; /* n×dv per item */
+    size_t ld_dv, stride_dv;
+    float *d_scale;      /* NULL or 1 float: DOT and COSINE */
+    float *d_bandwidth;  /* NULL or 1 float: GAUSSIAN and LAPLACE with score.bandwidths NULL */
+    float *d_bandwidths; /* NULL or d floats: GAUSSIAN and LAPLACE with score.bandwidths */
+} nwattn_pool_grads;
+
+NWATTN_API nwattn_status nwattn_pool_backward(nwattn_context *ctx, const nwattn_score *score,
+                                              const nwattn_mask *mask,
+                                              size_t batch, size_t m, size_t n, size_t d,
+                                              size_t dv,
+                                              const float *q, size_t ldq, size_t stride_q,
+                                              const float *k, size_t ldk, size_t stride_k,
+                                              const float *v, size_t ldv, size_t stride_v,
+                                              const nwattn_pool_upstream *upstream,
+                                              const nwattn_pool_grads *grads);
+
 /* Average pooling, the baseline: every unmasked key gets the same weight, so each row of O_b is
  * the mean of the V_b rows its mask keeps (all of them without a mask). Additive mask values
  * act on a zero score, so they reweight keys. Fully masked rows give zeros. */
@@ -405,6 +479,50 @@ NWATTN_API nwattn_status nwattn_attention(nwattn_context *ctx,
                                           float *y, size_t ldy, size_t stride_y,
                                           float *weights, size_t ldw, size_t stride_w);
 
+/* The gradients of an attention layer, the outputs of nwattn_attention_backward. Every field
+ * is optional: NULL is "not needed" (data inputs usually have no gradient). The weight and
+ * bias gradients are dense with the layout of nwattn_attention_params' fields (nn.Linear's)
+ * and summed over the batch; db_* may be set where the layer has no bias (the gradient of a
+ * zero bias); dw_o and db_o need w_o. d_score: the score's parameter, summed over heads and
+ * batch: 1 float (the scale, also for the default score: a learnable temperature; or the one
+ * bandwidth), or d_qk/heads with per-dimension bandwidths. For self-attention (one X passed
+ * three times) dL/dX = dx_q + dx_k + dx_v. */
+typedef struct nwattn_attention_grads {
+    float *dx_q; /* t_q × d_q_in per item */
+    size_t ld_dx_q, stride_dx_q;
+    float *dx_k; /* t_kv × d_k_in per item */
+    size_t ld_dx_k, stride_dx_k;
+    float *dx_v; /* t_kv × d_v_in per item */
+    size_t ld_dx_v, stride_dx_v;
+    float *dw_q, *dw_k, *dw_v, *dw_o; /* d_qk × d_q_in, d_qk × d_k_in, d_v × d_v_in, d_out × d_v */
+    float *db_q, *db_k, *db_v, *db_o; /* d_qk, d_qk, d_v, d_out */
+    float *d_score;
+} nwattn_attention_grads;
+
+/* Backpropagation through nwattn_attention: from the same inputs (its first sixteen arguments
+ * unchanged) and dY = dL/dY (t_q × d_out per item, d_v without w_o), the gradients asked for
+ * in grads. It runs the forward again (projections and pooling with lse, in working memory)
+ * and then, in order: dW_o = sum_b dY^T C, db_o = sum dY, dC = dY W_o; per head
+ * nwattn_pool_backward's computation (same paths, accuracy and threads); dW_x = sum_b dX'^T
+ * X, db_x = column sums, dX = dX' W_x for x = q, k, v (X' the projection). REFERENCE runs every
+ * product in double; the others through cblas_sgemm (the projections' products on the BLAS's
+ * own threads, as the forward's). Working memory: the projections, the concatenated heads and
+ * their gradients (2·(t_q·(d_qk + d_v) + t_kv·(d_qk + d_v)) floats per item) plus the
+ * pooling's. Outputs must overlap no input and each other. */
+NWATTN_API nwattn_status nwattn_attention_backward(nwattn_context *ctx,
+                                                   const nwattn_attention_params *params,
+                                                   const nwattn_score *score,
+                                                   const nwattn_mask *mask,
+                                                   size_t batch, size_t t_q, size_t t_kv,
+                                                   const float *x_q, size_t ldx_q,
+                                                   size_t stride_x_q,
+                                                   const float *x_k, size_t ldx_k,
+                                                   size_t stride_x_k,
+                                                   const float *x_v, size_t ldx_v,
+                                                   size_t stride_x_v,
+                                                   const float *dy, size_t ldy, size_t stride_dy,
+                                                   const nwattn_attention_grads *grads);
+
 /* ============================================================================================ */
 /* ---- Nadaraya-Watson regression ------------------------------------------------------------ */
 /*
@@ -514,6 +632,25 @@ NWATTN_API nwattn_status nwattn_nw_predict(nwattn_context *ctx, const nwattn_reg
                                            float *yq, size_t ldyq,
                                            float *weights, size_t ldw,
                                            unsigned char *row_flags, size_t *n_flagged);
+
+/* Learning the bandwidths: d_bandwidths (d floats) = dL/dh_k for a loss L whose gradient with
+ * respect to nwattn_nw_predict's yq is dyq (m×dv, lddyq), with the same model, bandwidths and
+ * data: sum_i sum_c dyq_ic · d yq_ic / dh_k, from the analytic derivative of each row's estimate
+ * (nwattn_nw_cv's: local constant and local linear, every kernel; the uniform kernel's estimate
+ * is piecewise constant in h and its gradient is 0, an empty row's policy estimate contributes
+ * nothing). Backends as nwattn_nw_predict's row engines: REFERENCE in double over all points;
+ * the others the fast path (float weights, double sums, the context's threads, the same bits
+ * for any thread count). d2l's learnable-w model is the Gaussian case with h = 1/|w|:
+ * dL/dw = -sign(w) dL/dh / w^2. dyq must be finite. */
+NWATTN_API nwattn_status nwattn_nw_predict_backward(nwattn_context *ctx,
+                                                    const nwattn_regression *model,
+                                                    const float *bandwidths,
+                                                    size_t m, size_t n, size_t d, size_t dv,
+                                                    const float *xq, size_t ldq,
+                                                    const float *x, size_t ldx,
+                                                    const float *y, size_t ldy,
+                                                    const float *dyq, size_t lddyq,
+                                                    float *d_bandwidths);
 
 /* ---- Bandwidth selection ------------------------------------------------------------------ */
 /*

@@ -315,3 +315,44 @@ declare({
         status_t, (ctx_p, c_void_p, fptr, S, S, S, fptr, S, fptr, S, fptr, c_void_p, c_void_p)),
 })
 # ---- end of the statistics block ----
+
+
+# ---- Backward passes (issue 12): the gradient structs and functions --------------------------
+class PoolUpstream(ctypes.Structure):
+    """struct nwattn_pool_upstream"""
+
+    _fields_ = [("o", c_void_p), ("ldo", c_size_t), ("stride_o", c_size_t),
+                ("lse", c_void_p), ("stride_lse", c_size_t),
+                ("d_o", c_void_p), ("ld_do", c_size_t), ("stride_do", c_size_t)]
+
+
+class PoolGrads(ctypes.Structure):
+    """struct nwattn_pool_grads"""
+
+    _fields_ = [("d_q", c_void_p), ("ld_dq", c_size_t), ("stride_dq", c_size_t),
+                ("d_k", c_void_p), ("ld_dk", c_size_t), ("stride_dk", c_size_t),
+                ("d_v", c_void_p), ("ld_dv", c_size_t), ("stride_dv", c_size_t),
+                ("d_scale", c_void_p), ("d_bandwidth", c_void_p), ("d_bandwidths", c_void_p)]
+
+
+class AttentionGrads(ctypes.Structure):
+    """struct nwattn_attention_grads"""
+
+    _fields_ = [("dx_q", c_void_p), ("ld_dx_q", c_size_t), ("stride_dx_q", c_size_t),
+                ("dx_k", c_void_p), ("ld_dx_k", c_size_t), ("stride_dx_k", c_size_t),
+                ("dx_v", c_void_p), ("ld_dx_v", c_size_t), ("stride_dx_v", c_size_t),
+                ("dw_q", c_void_p), ("dw_k", c_void_p), ("dw_v", c_void_p), ("dw_o", c_void_p),
+                ("db_q", c_void_p), ("db_k", c_void_p), ("db_v", c_void_p), ("db_o", c_void_p),
+                ("d_score", c_void_p)]
+
+
+declare({
+    "nwattn_pool_backward": (
+        status_t, (ctx_p, score_p, mask_p, S, S, S, S, S, *M, *M, *M,
+                   ctypes.POINTER(PoolUpstream), ctypes.POINTER(PoolGrads))),
+    "nwattn_attention_backward": (
+        status_t, (ctx_p, params_p, score_p, mask_p, S, S, S, *M, *M, *M, *M,
+                   ctypes.POINTER(AttentionGrads))),
+    "nwattn_nw_predict_backward": (
+        status_t, (ctx_p, reg_p, fptr, S, S, S, S, fptr, S, fptr, S, fptr, S, fptr, S, fptr)),
+})

@@ -126,7 +126,10 @@ def struct_fields(name):
                                           ("nwattn_cv_report", _capi.CvReport),
                                           ("nwattn_sgd", _capi.Sgd),
                                           ("nwattn_rng", _capi.Rng),
-                                          ("nwattn_fit_summary", nwattn._stats._FitSummary)])
+                                          ("nwattn_fit_summary", nwattn._stats._FitSummary),
+                                          ("nwattn_pool_upstream", _capi.PoolUpstream),
+                                          ("nwattn_pool_grads", _capi.PoolGrads),
+                                          ("nwattn_attention_grads", _capi.AttentionGrads)])
 def test_struct_fields_match_header(name, struct):
     assert struct_fields(name) == [f[0] for f in struct._fields_]
 

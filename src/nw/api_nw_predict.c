@@ -99,6 +99,26 @@ static void predict_unit(void *arg, size_t unit, size_t worker) {
     plan->partial[unit * (3 + d)] = (double)flagged;
 }
 
+nwattn_status nw_query_plan(nwattn_context *ctx, const nw_model *mod, size_t m, size_t n,
+                            const float *x, size_t ldx, const float *y, size_t ldy,
+                            const float *bandwidths, nw_plan *plan) {
+    int fast;
+    NW_TRY(nw_select_fast(ctx, &fast));
+    const size_t threads = fast ? ctx->workers.threads : 1, units = nw_units(m);
+    size_t bytes = nw_plan_bytes(mod, fast, n, threads, units);
+    if (bytes == SIZE_MAX)
+        return nw_fail(ctx, NWATTN_ERR_OVERFLOW, "working memory for n = %zu overflows", n);
+    void *mem;
+    NW_TRY(nw_workspace(ctx, bytes, &mem));
+    nw_plan_init(plan, mod, fast, n, x, ldx, y, ldy, threads, units, mem);
+    plan->team = &ctx->workers;
+    for (size_t k = 0; k < mod->d; k++) {
+        plan->inv_h[k] = 1.0 / (double)bandwidths[k];
+        plan->inv_hf[k] = (float)plan->inv_h[k];
+    }
+    return NWATTN_OK;
+}
+
 nwattn_status nwattn_nw_predict(nwattn_context *ctx, const nwattn_regression *model,
                                 const float *bandwidths, size_t m, size_t n, size_t d, size_t dv,
                                 const float *xq, size_t ldq, const float *x, size_t ldx,
@@ -143,21 +163,9 @@ nwattn_status nwattn_nw_predict(nwattn_context *ctx, const nwattn_regression *mo
         return NWATTN_OK;
     }
 
-    int fast;
-    NW_TRY(nw_select_fast(ctx, &fast));
-    const size_t threads = fast ? ctx->workers.threads : 1, units = nw_units(m);
-    size_t bytes = nw_plan_bytes(&mod, fast, n, threads, units);
-    if (bytes == SIZE_MAX)
-        return nw_fail(ctx, NWATTN_ERR_OVERFLOW, "working memory for n = %zu overflows", n);
-    void *mem;
-    NW_TRY(nw_workspace(ctx, bytes, &mem));
     nw_plan plan;
-    nw_plan_init(&plan, &mod, fast, n, x, ldx, y, ldy, threads, units, mem);
-    plan.team = &ctx->workers;
-    for (size_t k = 0; k < d; k++) {
-        plan.inv_h[k] = 1.0 / (double)bandwidths[k];
-        plan.inv_hf[k] = (float)plan.inv_h[k];
-    }
+    NW_TRY(nw_query_plan(ctx, &mod, m, n, x, ldx, y, ldy, bandwidths, &plan));
+    const size_t threads = plan.threads, units = plan.units;
     predict_job job = {&plan, m, xq, ldq, yq, ldyq, weights, ldw, row_flags};
     nw_parallel_for(&ctx->workers, threads, units, predict_unit, &job);
     size_t flagged = 0;

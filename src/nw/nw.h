@@ -183,6 +183,12 @@ void nw_plan_bandwidths(nw_plan *plan, const double *h);
 /* The units needed for rows rows. */
 static inline size_t nw_units(size_t rows) { return (rows + NW_UNIT_ROWS - 1) / NW_UNIT_ROWS; }
 
+/* A plan for m query rows of nwattn_nw_predict and its backward: the row engine the context's
+ * backend asks for, its working memory from ctx, the bandwidths set. */
+nwattn_status nw_query_plan(nwattn_context *ctx, const nw_model *mod, size_t m, size_t n,
+                            const float *x, size_t ldx, const float *y, size_t ldy,
+                            const float *bandwidths, nw_plan *plan);
+
 /* CV at bandwidths h (d values, all > 0); grad (optional, d values) receives dCV/dh_k.
  * Returns the number of flagged leave-one-out rows; *cv is +INFINITY if one is empty. The
  * plan has nw_units(n) units. */
