@@ -8,7 +8,9 @@
  *    (NULL when the case passes none); c->param[p] a scalar parameter; struct parameters (a
  *    state, the layer's weights) are assembled in the shim from operands and passed as NULL
  *    when bit s of c->null_structs is set (see invoke_partial, invoke_attention).
- * 2. Add a row to at_functions[]:
+ * 2. Add a row to at_functions[] (anywhere: the order means nothing):
+ *    - id: the next free permanent identifier (the largest in use plus one; never reuse the
+ *      number of a removed row, since the fuzz corpus names functions by it).
  *    - dims: DIM(name, base size 0, base size 1, largest random size, what 0 means per the
  *      header: AT_ZERO_EMPTY / _DEFINED / _INVALID); DIM_ZERO_STATUS when 0 is refused with
  *      another status than NWATTN_ERR_BAD_DIMENSION (DIM_ZERO_STATUS_MIN when random sizes
@@ -589,6 +591,7 @@ static nwattn_status invoke_dataset_truth(nwattn_context *ctx, const at_case *c)
 const at_fn at_functions[] = {
     {
         .name = "nwattn_scores",
+        .id = 1,
         .n_dims = 4,
         .dims = {DIM("batch", 3, 2, 4, AT_ZERO_EMPTY),
                  DIM("m", 4, 1, 9, AT_ZERO_EMPTY),
@@ -610,6 +613,7 @@ const at_fn at_functions[] = {
     },
     {
         .name = "nwattn_softmax",
+        .id = 2,
         .n_dims = 3,
         .dims = {DIM("batch", 3, 2, 4, AT_ZERO_EMPTY),
                  DIM("m", 4, 1, 9, AT_ZERO_EMPTY),
@@ -632,6 +636,7 @@ const at_fn at_functions[] = {
     },
     {
         .name = "nwattn_bmm",
+        .id = 3,
         .n_dims = 4,
         .dims = {DIM("batch", 3, 2, 4, AT_ZERO_EMPTY),
                  DIM("m", 4, 1, 9, AT_ZERO_EMPTY),
@@ -653,6 +658,7 @@ const at_fn at_functions[] = {
     },
     {
         .name = "nwattn_pool",
+        .id = 4,
         .n_dims = 5,
         /* n up to 300 and d up to 160: several key tiles of the fused path, and AUTO's choice
          * between fused (n >= 32) and unfused */
@@ -684,6 +690,7 @@ const at_fn at_functions[] = {
     },
     {
         .name = "nwattn_average_pool",
+        .id = 5,
         .n_dims = 4,
         .dims = {DIM("batch", 3, 2, 4, AT_ZERO_EMPTY),
                  DIM("m", 4, 1, 9, AT_ZERO_EMPTY),
@@ -704,6 +711,7 @@ const at_fn at_functions[] = {
     },
     {
         .name = "nwattn_pool_partial",
+        .id = 6,
         .n_dims = 6,
         .dims = {DIM("batch", 3, 2, 4, AT_ZERO_EMPTY),
                  DIM("m", 4, 1, 9, AT_ZERO_EMPTY),
@@ -737,6 +745,7 @@ const at_fn at_functions[] = {
     },
     {
         .name = "nwattn_pool_state_merge",
+        .id = 7,
         .n_dims = 3,
         .dims = {DIM("batch", 3, 2, 4, AT_ZERO_EMPTY),
                  DIM("m", 4, 1, 9, AT_ZERO_EMPTY),
@@ -755,6 +764,7 @@ const at_fn at_functions[] = {
     },
     {
         .name = "nwattn_pool_state_finish",
+        .id = 8,
         .n_dims = 3,
         .dims = {DIM("batch", 3, 2, 4, AT_ZERO_EMPTY),
                  DIM("m", 4, 1, 9, AT_ZERO_EMPTY),
@@ -777,6 +787,7 @@ const at_fn at_functions[] = {
     },
     {
         .name = "nwattn_positional_encoding",
+        .id = 9,
         .n_dims = 3,
         .dims = {DIM("t", 5, 2, 40, AT_ZERO_EMPTY),
                  DIM("d", 4, 3, 40, AT_ZERO_INVALID),
@@ -792,6 +803,7 @@ const at_fn at_functions[] = {
     },
     {
         .name = "nwattn_attention",
+        .id = 10,
         .n_dims = 10,
         .dims = {DIM("batch", 2, 2, 3, AT_ZERO_EMPTY),
                  DIM("t_q", 3, 1, 9, AT_ZERO_EMPTY),
@@ -842,6 +854,7 @@ const at_fn at_functions[] = {
     },
     {
         .name = "nwattn_nw_predict",
+        .id = 11,
         .n_dims = 4,
         .dims = {DIM("m", 4, 1, 40, AT_ZERO_DEFINED),
                  DIM_ZERO_STATUS("n", 5, 3, 60, NWATTN_ERR_DEGENERATE_DATA),
@@ -871,6 +884,7 @@ const at_fn at_functions[] = {
     },
     {
         .name = "nwattn_nw_cv",
+        .id = 12,
         .n_dims = 4,
         .dims = {DIM_ZERO_STATUS_MIN("n", 6, 4, 40, NWATTN_ERR_DEGENERATE_DATA, 3),
                  DIM("d", 4, 1, 4, AT_ZERO_INVALID),
@@ -898,6 +912,7 @@ const at_fn at_functions[] = {
     },
     {
         .name = "nwattn_wmodel_evaluate",
+        .id = 13,
         .n_dims = 4,
         .dims = {DIM("m", 4, 1, 9, AT_ZERO_DEFINED),
                  DIM("n", 5, 3, 40, AT_ZERO_DEFINED),
@@ -928,6 +943,7 @@ const at_fn at_functions[] = {
     },
     {
         .name = "nwattn_wmodel_train",
+        .id = 14,
         .n_dims = 4,
         .dims = {DIM_ZERO_STATUS_MIN("n", 5, 3, 30, NWATTN_ERR_DEGENERATE_DATA, 2),
                  DIM("d", 2, 1, 3, AT_ZERO_INVALID),
@@ -953,6 +969,7 @@ const at_fn at_functions[] = {
     },
     {
         .name = "nwattn_weights_diagnostics",
+        .id = 15,
         .n_dims = 2,
         .dims = {DIM("m", 4, 1, 9, AT_ZERO_EMPTY),
                  DIM("n", 5, 3, 40, AT_ZERO_DEFINED)},
@@ -970,6 +987,7 @@ const at_fn at_functions[] = {
     },
     {
         .name = "nwattn_nw_select_bandwidth",
+        .id = 16,
         .n_dims = 3,
         .dims = {DIM_ZERO_STATUS_MIN("n", 6, 4, 30, NWATTN_ERR_DEGENERATE_DATA, 3),
                  DIM("d", 2, 1, 3, AT_ZERO_INVALID),
@@ -1000,6 +1018,7 @@ const at_fn at_functions[] = {
     },
     {
         .name = "nwattn_bandwidth_rule_of_thumb",
+        .id = 17,
         .n_dims = 2,
         .dims = {DIM_ZERO_STATUS_MIN("n", 6, 3, 40, NWATTN_ERR_DEGENERATE_DATA, 2),
                  DIM("d", 3, 1, 5, AT_ZERO_INVALID)},
@@ -1018,6 +1037,7 @@ const at_fn at_functions[] = {
     },
     {
         .name = "nwattn_dataset_generate",
+        .id = 18,
         .n_dims = 1,
         .dims = {DIM("n", 7, 1, 60, AT_ZERO_EMPTY)},
         .batch_dim = -1,
@@ -1035,6 +1055,7 @@ const at_fn at_functions[] = {
     },
     {
         .name = "nwattn_dataset_truth",
+        .id = 19,
         .n_dims = 1,
         .dims = {DIM("m", 7, 1, 60, AT_ZERO_EMPTY)},
         .batch_dim = -1,
@@ -1054,3 +1075,10 @@ const at_fn at_functions[] = {
 };
 
 const int at_function_count = (int)(sizeof at_functions / sizeof at_functions[0]);
+
+const at_fn *at_function_by_id(int id) {
+    for (int f = 0; f < at_function_count; f++)
+        if (at_functions[f].id == id)
+            return &at_functions[f];
+    return NULL;
+}
