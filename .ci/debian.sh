@@ -11,7 +11,7 @@
 #      scripts: C consumer through pkg-config, C++ consumer through find_package, the Python
 #      binding and its tests) run against /usr;
 #   4. the packages are purged again, so that later runs see no libnwattn in /usr.
-# Packages: debhelper dh-python devscripts dpkg-dev lintian (install-deps adds them).
+# Packages: debhelper dh-python dpkg-dev lintian (.ci/run installs them).
 #
 # usage: bash .ci/debian.sh     (as root, or with sudo)
 set -euo pipefail

@@ -445,6 +445,54 @@ static nwattn_status invoke_nw_predict(nwattn_context *ctx, const at_case *c) {
                              SZ(c, NP_NFLAGGED));
 }
 
+/* Local constant Gaussian and Laplace fits are a pooling (api_nw_predict.c: the Gaussian or
+ * Laplace score with the bandwidths, queries xq, keys x, values y), so nwattn_pool's documented
+ * accuracy applies to yq and the weights. The other fits have no documented bound (regression.md
+ * gives measured agreement only: compact kernels' supports and near-singular local linear
+ * systems can differ between float and double), so they are compared by status alone. */
+static int agree_nw_predict(const at_case *r, const at_case *x) {
+    const nwattn_kernel kernel = (nwattn_kernel)(int)r->param[0];
+    if ((nwattn_degree)(int)r->param[1] != NWATTN_LOCAL_CONSTANT ||
+        (kernel != NWATTN_KERNEL_GAUSSIAN && kernel != NWATTN_KERNEL_LAPLACE))
+        return 1;
+    const size_t m = r->dim[NP_M], n = r->dim[NP_N], d = r->dim[NP_D], dv = r->dim[NP_DV];
+    const float *bw = F(r, NP_BW);
+    const nwattn_score score = {
+        kernel == NWATTN_KERNEL_GAUSSIAN ? NWATTN_SCORE_GAUSSIAN : NWATTN_SCORE_LAPLACE, 0.0f,
+        bw[0], bw};
+    double *centre = calloc(d, sizeof *centre);
+    if (centre == NULL)
+        abort();
+    or_key_mean(n, d, row_of(r, NP_X, 0, 0), ld_of(r, NP_X), centre);
+    double vmax = 0.0;
+    for (size_t j = 0; j < n; j++)
+        for (size_t l = 0; l < dv; l++)
+            vmax = fmax(vmax, fabs((double)get(r, NP_Y, 0, j, l)));
+    int ok = 1;
+    for (size_t i = 0; i < m && ok; i++) {
+        double e = 0.0;
+        for (size_t j = 0; j < n; j++)
+            e = fmax(e, or_bound_score_blas_pair(&score, d, row_of(r, NP_XQ, 0, i),
+                                                 row_of(r, NP_X, 0, j), centre) +
+                            1e-30);
+        const double rel = expm1(2.0 * e) + 16.0 * u;
+        for (size_t j = 0; r->buf[NP_W].data != NULL && j < n && ok; j++) {
+            const float want = get(r, NP_W, 0, i, j);
+            ok = close_to(r, NP_W, 0, i, j, get(x, NP_W, 0, i, j), want,
+                          rel * fabs((double)want) + 1e-12);
+        }
+        float got_o[256], want_o[256]; /* dv <= the table's max */
+        for (size_t l = 0; l < dv; l++) {
+            got_o[l] = get(x, NP_YQ, 0, i, l);
+            want_o[l] = get(r, NP_YQ, 0, i, l);
+        }
+        ok = ok && pooled_row_agrees(r, NP_YQ, -1, 0, i, got_o, want_o, 0.0f, 0.0f, n, dv, e,
+                                     vmax);
+    }
+    free(centre);
+    return ok;
+}
+
 /* ---- nwattn_nw_cv --------------------------------------------------------------------------- */
 enum { CV_N, CV_D, CV_DV, CV_NBW };
 enum { CV_X, CV_Y, CV_BW, CV_CV, CV_GRAD, CV_FLAGGED };
@@ -495,6 +543,55 @@ static void wmodel_scalar_shape(const at_case *c, size_t *items, size_t *rows, s
     *items = 1;
     *rows = 1;
     *cols = (c->cfg.absent >> WE_T & 1u) ? 0 : 1;
+}
+
+/* yhat and the weights are a pooling (wmodel.c's fast path): unit Gaussian scores s0 of xq and
+ * x, times w^2 in float, then nwattn_pool's softmax and product; so nwattn_pool's bound holds
+ * with the score error w^2 (e0 + 3u |s0|): e0 the unit scores' documented error, 3u the two
+ * float roundings of w^2 s0. The loss and its gradient have no documented bound: not compared. */
+static int agree_wmodel(const at_case *r, const at_case *x) {
+    const size_t m = r->dim[WE_M], n = r->dim[WE_N], d = r->dim[WE_D], dv = r->dim[WE_DV];
+    const double w2 = (double)(float)r->param[0] * (double)(float)r->param[0];
+    const nwattn_score unit = {NWATTN_SCORE_GAUSSIAN, 0.0f, 1.0f, NULL};
+    const int has_yhat = r->buf[WE_YHAT].data != NULL, has_w = r->buf[WE_W].data != NULL;
+    double *centre = calloc(d, sizeof *centre);
+    if (centre == NULL)
+        abort();
+    or_key_mean(n, d, row_of(r, WE_X, 0, 0), ld_of(r, WE_X), centre);
+    double vmax = 0.0;
+    for (size_t j = 0; j < n; j++)
+        for (size_t l = 0; l < dv; l++)
+            vmax = fmax(vmax, fabs((double)get(r, WE_Y, 0, j, l)));
+    int ok = 1;
+    for (size_t i = 0; i < m && ok; i++) {
+        const float *q = row_of(r, WE_XQ, 0, i);
+        double e = 0.0;
+        for (size_t j = 0; j < n; j++) {
+            const float *k = row_of(r, WE_X, 0, j);
+            double s0 = 0.0;
+            for (size_t c = 0; c < d; c++)
+                s0 += ((double)q[c] - (double)k[c]) * ((double)q[c] - (double)k[c]) / 2.0;
+            e = fmax(e, w2 * (or_bound_score_blas_pair(&unit, d, q, k, centre) + 3.0 * u * s0) +
+                            1e-30);
+        }
+        const double rel = expm1(2.0 * e) + 16.0 * u;
+        for (size_t j = 0; has_w && j < n && ok; j++) {
+            const float want = get(r, WE_W, 0, i, j);
+            ok = close_to(r, WE_W, 0, i, j, get(x, WE_W, 0, i, j), want,
+                          rel * fabs((double)want) + 1e-12);
+        }
+        if (!has_yhat)
+            continue;
+        float got_o[256], want_o[256]; /* dv <= the table's max */
+        for (size_t l = 0; l < dv; l++) {
+            got_o[l] = get(x, WE_YHAT, 0, i, l);
+            want_o[l] = get(r, WE_YHAT, 0, i, l);
+        }
+        ok = ok && pooled_row_agrees(r, WE_YHAT, -1, 0, i, got_o, want_o, 0.0f, 0.0f, n, dv, e,
+                                     vmax);
+    }
+    free(centre);
+    return ok;
 }
 
 /* ---- nwattn_wmodel_train -------------------------------------------------------------------- */
@@ -880,6 +977,7 @@ const at_fn at_functions[] = {
         .params = REGRESSION_PARAMS,
         NOT_IN_PLACE,
         .invoke = invoke_nw_predict,
+        .agree = agree_nw_predict,
         .finite_data = 1,
     },
     {
@@ -940,6 +1038,7 @@ const at_fn at_functions[] = {
         .params = {{"w", AT_PARAM_FINITE, 0.75, 0}},
         NOT_IN_PLACE,
         .invoke = invoke_wmodel_evaluate,
+        .agree = agree_wmodel,
     },
     {
         .name = "nwattn_wmodel_train",
