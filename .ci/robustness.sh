@@ -6,13 +6,14 @@
 #   bash .ci/robustness.sh [STAGE...]      (default: all four, in the order below)
 #
 # Stages (each builds into build-ci-<name> next to .ci/run's):
-#   robust_valgrind  every unit and robustness test and the example under valgrind memcheck
-#                    (RelWithDebInfo): any error or leak fails
+#   robust_valgrind  every unit and robustness test, both examples and the Python binding's
+#                    tests under valgrind memcheck (RelWithDebInfo): any error or leak fails
 #   robust_tsan      clang, -fsanitize=thread: the thread stress test and the other tests
 #   robust_fuzz      clang libFuzzer + ASan + UBSan: replays tests/fuzz/corpus, then fuzzes for
 #                    $NWATTN_FUZZ_SECONDS (default 60) from it
 #   robust_abi       RelWithDebInfo library against abi/libnwattn-0.1.0.abi, and the checker's
-#                    self-test
+#                    self-test; debian/libnwattn0.symbols against the library and the baseline
+#                    (abi/check-symbols.sh) and that checker's self-test
 # Packages: clang, libclang-rt-14-dev, valgrind, abigail-tools (.ci/run installs them; run alone,
 # this script does through .ci/install-deps).
 set -euo pipefail
@@ -52,25 +53,40 @@ robust_deps() {
 }
 
 robust_valgrind() {
-    robust_log "valgrind memcheck on every unit and robustness test and the example"
+    robust_log "valgrind memcheck on every unit and robustness test, the examples and the Python tests"
     local dir=$NWATTN_CI_BUILD/build-ci-valgrind
-    # No suppressions are needed today; if OpenBLAS's thread pool ever shows up, suppress only
-    # frames inside libopenblas, in .ci/valgrind.supp, with a comment saying why.
+    # Suppressions (.ci/valgrind.supp): only frames outside libnwattn, each explained there.
+    local supp="--suppressions=$NWATTN_CI_ROOT/.ci/valgrind.supp"
     local options="--error-exitcode=99 --leak-check=full --show-leak-kinds=definite,indirect,possible"
-    options+=" --errors-for-leak-kinds=definite,indirect,possible"
-    if [[ -f $NWATTN_CI_ROOT/.ci/valgrind.supp ]]; then
-        options+=" --suppressions=$NWATTN_CI_ROOT/.ci/valgrind.supp"
-    fi
+    options+=" --errors-for-leak-kinds=definite,indirect,possible $supp"
     # Optimised with debug information: valgrind's cost grows with the instructions run.
     robust_build "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DNWATTN_BUILD_BENCHMARKS=OFF \
         -DNWATTN_TEST_TIMEOUT_SCALE=10 \
         -DMEMORYCHECK_COMMAND="$(command -v valgrind)" -DMEMORYCHECK_COMMAND_OPTIONS="$options"
-    # One BLAS thread keeps valgrind's serialised threads fast; the stress test runs fewer rounds.
-    # Not under valgrind: the Python tests (the interpreter's own allocations are not ours to
-    # check) and example_nw_experiments (minutes under valgrind; its paths are the unit tests').
-    OPENBLAS_NUM_THREADS=1 NWATTN_STRESS_ROUNDS=2 \
+    # One BLAS thread keeps valgrind's serialised threads fast; the stress test runs fewer rounds,
+    # and NWATTN_TEST_SMALL gives test_nw_select smaller data and grids through the same code
+    # (it was 550 of this stage's 700 s). The Python tests run below, with their own options.
+    local t0=$SECONDS
+    OPENBLAS_NUM_THREADS=1 NWATTN_STRESS_ROUNDS=2 NWATTN_TEST_SMALL=1 \
         ctest --test-dir "$dir" -T memcheck -L 'unit|robust|example' -LE python \
-              -E '^example_nw_experiments$' --output-on-failure -j "$NWATTN_CI_JOBS"
+              --output-on-failure -j "$NWATTN_CI_JOBS"
+    echo "valgrind: C tests and examples in $((SECONDS - t0)) s"
+    # The Python binding's tests in the interpreter under memcheck, on this build's library.
+    # Every error counts; leaks only definite ones, and the interpreter's own (blocks that
+    # python3 itself allocates and keeps until exit) are suppressed by valgrind's python3.supp
+    # and .ci/valgrind-python.supp, so that a block libnwattn allocates and loses still fails.
+    # PYTHONMALLOC=malloc: pymalloc's arenas would hide the binding's objects from memcheck.
+    t0=$SECONDS
+    local python_supp=(--suppressions=/usr/lib/valgrind/python3.supp
+                       "--suppressions=$NWATTN_CI_ROOT/.ci/valgrind-python.supp")
+    [[ -f /usr/lib/valgrind/python3.supp ]] || python_supp=("${python_supp[@]:1}")
+    # shellcheck disable=SC2086  # $supp is one option
+    OPENBLAS_NUM_THREADS=1 PYTHONMALLOC=malloc PYTHONDONTWRITEBYTECODE=1 \
+        NWATTN_LIBRARY="$dir/src/libnwattn.so.0" \
+        valgrind -q --error-exitcode=99 --leak-check=full --show-leak-kinds=definite \
+            --errors-for-leak-kinds=definite $supp "${python_supp[@]}" \
+            /usr/bin/python3 "$NWATTN_CI_ROOT/python/tests/run_ctest.py"
+    echo "valgrind: Python tests in $((SECONDS - t0)) s"
 }
 
 robust_tsan() {
@@ -113,6 +129,9 @@ robust_abi() {
     lib=$(readlink -f "$dir/src/libnwattn.so")
     bash "$NWATTN_CI_ROOT/abi/check-abi.sh" "$lib"
     bash "$NWATTN_CI_ROOT/abi/selftest-abi.sh" "$lib"
+    # The Debian symbols file against the same library and baseline (docs/releasing.md).
+    bash "$NWATTN_CI_ROOT/abi/check-symbols.sh" "$lib"
+    bash "$NWATTN_CI_ROOT/abi/selftest-symbols.sh" "$lib"
 }
 
 ROBUST_STAGES=(robust_valgrind robust_tsan robust_fuzz robust_abi)

@@ -8,6 +8,13 @@ static const nwattn_kernel all_kernels[] = {NWATTN_KERNEL_GAUSSIAN, NWATTN_KERNE
                                             NWATTN_KERNEL_EPANECHNIKOV, NWATTN_KERNEL_TRICUBE,
                                             NWATTN_KERNEL_UNIFORM};
 
+/* NWATTN_TEST_SMALL (set by CI's valgrind stage): smaller data and grids, through the same
+ * code, so that memcheck's ~50x slowdown stays affordable. The checks are the same. */
+static int small_shapes(void) {
+    const char *v = getenv("NWATTN_TEST_SMALL");
+    return v != NULL && v[0] != '\0' && strcmp(v, "0") != 0;
+}
+
 static void test_options_default(void **state) {
     (void)state;
     nwattn_cv_options o;
@@ -28,12 +35,13 @@ static void test_one_dimension_optimal(void **state) {
                    *ref = nt_context(NWATTN_BACKEND_REFERENCE);
     nwattn_rng rng;
     nwattn_rng_seed(&rng, 21);
-    const size_t n = 150;
+    const size_t n = small_shapes() ? 120 : 150;
     float x[150], y[150];
     NT_ASSERT_OK(fast, nwattn_dataset_generate(fast, NWATTN_DATASET_SINE, &rng, n, x, y));
-    enum { DENSE = 301 };
-    float dense[DENSE];
-    double dense_cv[DENSE];
+    enum { DENSE_MAX = 301 };
+    const size_t DENSE = small_shapes() ? 61 : DENSE_MAX;
+    float dense[DENSE_MAX];
+    double dense_cv[DENSE_MAX];
     for (size_t k = 0; k < 5; k++)
         for (int degree = 0; degree < 2; degree++) {
             nwattn_regression model = {all_kernels[k], (nwattn_degree)degree, 0};
@@ -58,7 +66,7 @@ static void test_one_dimension_optimal(void **state) {
             nt_close(what, 0, h, h_ref, 0, k == 4 ? 2e-2 : 2e-3);
             /* a dense grid over [h/1.3, 1.3 h] finds nothing lower */
             for (size_t g = 0; g < DENSE; g++)
-                dense[g] = (float)((double)h_ref * pow(1.3, 2.0 * (double)g / (DENSE - 1) - 1.0));
+                dense[g] = (float)((double)h_ref * pow(1.3, 2.0 * (double)g / (double)(DENSE - 1) - 1.0));
             NT_ASSERT_OK(ref, nwattn_nw_cv(ref, &model, n, 1, 1, x, 1, y, 1, DENSE, dense, 1,
                                            dense_cv, NULL, 0, NULL));
             double lowest = INFINITY;
@@ -217,7 +225,7 @@ static void test_compact_admissible(void **state) {
 static void test_consistency(void **state) {
     (void)state;
     nwattn_context *ctx = nt_context(NWATTN_BACKEND_AUTO);
-    const size_t sizes[3] = {50, 400, 3200};
+    const size_t sizes[3] = {50, 400, small_shapes() ? 1600 : 3200};
     double mse_cv[3], mse_fixed[3];
     float xt[50], ft[50], pred[50];
     for (int i = 0; i < 50; i++)

@@ -1,5 +1,8 @@
-/* libFuzzer harness for the whole public API, through the API table (tests/robust/api_table.h):
- * the input picks a function, its dimensions, layouts, optional operands, score, mask and data
+/* libFuzzer harness for the whole public API. The first input byte is a function's permanent
+ * identifier: a row of the API table (tests/robust/api_table.h, its `id`), or one of this file's
+ * cases for the functions that compute nothing (fuzz_utility below, AT_ID_TABLE_END on); bytes
+ * naming neither are skipped. Identifiers are never reused, so a corpus entry exercises the same
+ * function however the table grows. For a table function the input then picks its dimensions, layouts, optional operands, score, mask and data
  * (moderate values, or raw float bits: NaN, Inf, denormals, huge), and one of four modes:
  *
  *   valid      REFERENCE, BLAS, FUSED (with 1 to 3 workers) and AUTO must return the same
@@ -117,10 +120,153 @@ static void run_no_memory(at_case *c, at_src *src) {
     }
 }
 
+/* ---- Functions that compute nothing: each checked against its documented contract ------- */
+enum {
+    FZ_CONTEXT = AT_ID_TABLE_END, /* 200: create, setters and getters, workspace, destroy */
+    FZ_STATUS,                    /* 201: status names and descriptions of any int */
+    FZ_VERSION,                   /* 202: the loaded version against the header */
+    FZ_RNG,                       /* 203: SplitMix64 streams against the definition */
+    FZ_CV_DEFAULTS                /* 204: nwattn_cv_options_default's documented values */
+};
+
+/* The header's definition of the generator (SplitMix64), the reference for nwattn_rng_next. */
+static uint64_t splitmix64_ref(uint64_t *state) {
+    uint64_t z = (*state += UINT64_C(0x9e3779b97f4a7c15));
+    z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
+    z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
+    return z ^ (z >> 31);
+}
+
+static void fuzz_context(at_src *src) {
+    at_alloc_stats st = {0, 0, 0, -1};
+    nwattn_allocator a = at_counting_allocator(&st);
+    st.budget = at_src_chance(src, 20) ? (long)at_src_below(src, 2) : -1;
+    nwattn_context *c = NULL;
+    const nwattn_status sc = at_src_chance(src, 50) ? nwattn_context_create_with_allocator(&c, &a)
+                                                    : nwattn_context_create(&c);
+    if (sc != NWATTN_OK) {
+        check(sc == NWATTN_ERR_ALLOC && c == NULL && at_alloc_live(&st) == 0,
+              "context creation failed without NWATTN_ERR_ALLOC, or leaked");
+        return;
+    }
+    st.budget = -1;
+    check(nwattn_context_get_backend(c) == NWATTN_BACKEND_AUTO, "new context not on AUTO");
+    check(nwattn_context_get_threads(c) == 1, "new context without one thread");
+    for (int step = 0; step < 4; step++) {
+        const nwattn_backend before_b = nwattn_context_get_backend(c);
+        const size_t before_t = nwattn_context_get_threads(c);
+        const int raw = (int)(uint32_t)at_src_u64(src);
+        const nwattn_backend b = at_src_chance(src, 70) ? (nwattn_backend)(raw & 3)
+                                                         : (nwattn_backend)raw;
+        if (nwattn_context_set_backend(c, b) == NWATTN_OK)
+            check(nwattn_context_get_backend(c) == b, "backend not what was set");
+        else
+            check(nwattn_context_get_backend(c) == before_b &&
+                      nwattn_context_last_error(c)[0] != '\0',
+                  "refused backend changed the context or gave no message");
+        const size_t t = at_src_chance(src, 70) ? at_src_below(src, 8) : (size_t)at_src_u64(src);
+        if (nwattn_context_set_threads(c, t) == NWATTN_OK)
+            check(t >= 1 && t <= NWATTN_MAX_THREADS && nwattn_context_get_threads(c) == t,
+                  "thread count not what was set");
+        else
+            check((t == 0 || t > NWATTN_MAX_THREADS) && nwattn_context_get_threads(c) == before_t,
+                  "valid thread count refused, or a refused one changed the context");
+        if (at_src_chance(src, 30)) {
+            nwattn_context_release_workspace(c);
+            check(nwattn_context_workspace_bytes(c) == 0, "workspace held after release");
+        }
+        check(nwattn_context_last_error(c) != NULL, "last error NULL");
+    }
+    nwattn_context_destroy(c);
+    check(at_alloc_live(&st) == 0, "context destroy leaked");
+}
+
+static void fuzz_status(at_src *src) {
+    const nwattn_status s = (nwattn_status)(int)(uint32_t)at_src_u64(src);
+    const char *name = nwattn_status_name(s), *text = nwattn_status_describe(s);
+    check(name != NULL && text != NULL && text[0] != '\0', "status strings NULL or empty");
+    const int known = (int)s >= 0 && (int)s <= NWATTN_ERR_DEGENERATE_DATA;
+    check(known ? strncmp(name, "NWATTN_", 7) == 0 && strcmp(name, "NWATTN_ERR_UNKNOWN") != 0
+                : strcmp(name, "NWATTN_ERR_UNKNOWN") == 0,
+          "status name wrong");
+}
+
+static void fuzz_version(void) {
+    char want[32];
+    const unsigned v = nwattn_version_number();
+    snprintf(want, sizeof want, "%u.%u.%u", v / 10000, v / 100 % 100, v % 100);
+    check(v == NWATTN_VERSION_NUMBER && strcmp(nwattn_version_string(), NWATTN_VERSION_STRING) == 0
+              && strcmp(nwattn_version_string(), want) == 0,
+          "version functions disagree with the header or each other");
+}
+
+static void fuzz_rng(at_src *src) {
+    const uint64_t seed = at_src_u64(src);
+    const size_t draws = 1 + at_src_below(src, 64);
+    nwattn_rng r, again;
+    nwattn_rng_seed(&r, seed);
+    nwattn_rng_seed(&again, seed);
+    uint64_t ref = r.state;
+    for (size_t i = 0; i < draws; i++) {
+        const int what = (int)at_src_below(src, 3);
+        if (what == 0) {
+            const uint64_t x = nwattn_rng_next(&r);
+            check(x == splitmix64_ref(&ref), "rng_next is not SplitMix64");
+            check(x == nwattn_rng_next(&again), "rng stream not reproducible");
+        } else if (what == 1) {
+            const double u = nwattn_rng_uniform(&r);
+            const double want = (double)(splitmix64_ref(&ref) >> 11) * 0x1p-53;
+            check(u == want && u >= 0.0 && u < 1.0, "rng_uniform is not top-53-bits / 2^53");
+            check(u == nwattn_rng_uniform(&again), "rng stream not reproducible");
+        } else {
+            const double z = nwattn_rng_normal(&r);
+            double u, v, s2;
+            do { /* the header's polar method, with the C library's logarithm */
+                u = 2.0 * ((double)(splitmix64_ref(&ref) >> 11) * 0x1p-53) - 1.0;
+                v = 2.0 * ((double)(splitmix64_ref(&ref) >> 11) * 0x1p-53) - 1.0;
+                s2 = u * u + v * v;
+            } while (!(s2 > 0.0 && s2 < 1.0));
+            const double want = u * sqrt(-2.0 * log(s2) / s2);
+            check(fabs(z - want) <= 1e-12 * (1.0 + fabs(want)), "rng_normal is not the polar form");
+            check(z == nwattn_rng_normal(&again), "rng stream not reproducible");
+        }
+    }
+    check(nwattn_rng_next(NULL) == 0 && nwattn_rng_uniform(NULL) == 0.0 &&
+              nwattn_rng_normal(NULL) == 0.0,
+          "NULL rng did not return 0");
+    nwattn_rng_seed(NULL, seed);
+}
+
+static void fuzz_cv_defaults(at_src *src) {
+    nwattn_cv_options o;
+    memset(&o, (int)at_src_below(src, 256), sizeof o); /* whatever was there is overwritten */
+    nwattn_cv_options_default(&o);
+    check(o.grid_points == 16 && o.scale_min == 0.05f && o.scale_max == 20.0f &&
+              o.start == NULL && o.max_evaluations == 100 && o.tolerance == 1e-4,
+          "cv option defaults differ from the header");
+}
+
+/* Returns 0 if id names none of these. */
+static int fuzz_utility(int id, at_src *src) {
+    switch (id) {
+    case FZ_CONTEXT: fuzz_context(src); return 1;
+    case FZ_STATUS: fuzz_status(src); return 1;
+    case FZ_VERSION: fuzz_version(); return 1;
+    case FZ_RNG: fuzz_rng(src); return 1;
+    case FZ_CV_DEFAULTS: fuzz_cv_defaults(src); return 1;
+    default: return 0;
+    }
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     at_src src;
     at_src_bytes(&src, data, size);
-    const at_fn *fn = &at_functions[at_src_below(&src, (size_t)at_function_count)];
+    const int id = (int)at_src_below(&src, 256);
+    const at_fn *fn = at_function_by_id(id);
+    if (fn == NULL) {
+        fuzz_utility(id, &src);
+        return 0;
+    }
     const int mode = (int)at_src_below(&src, 4);
     const size_t threads = 1 + at_src_below(&src, 3);
     at_config cfg;

@@ -8,7 +8,9 @@
  *    (NULL when the case passes none); c->param[p] a scalar parameter; struct parameters (a
  *    state, the layer's weights) are assembled in the shim from operands and passed as NULL
  *    when bit s of c->null_structs is set (see invoke_partial, invoke_attention).
- * 2. Add a row to at_functions[]:
+ * 2. Add a row to at_functions[] (anywhere: the order means nothing):
+ *    - id: the next free permanent identifier (the largest in use plus one; never reuse the
+ *      number of a removed row, since the fuzz corpus names functions by it).
  *    - dims: DIM(name, base size 0, base size 1, largest random size, what 0 means per the
  *      header: AT_ZERO_EMPTY / _DEFINED / _INVALID); DIM_ZERO_STATUS when 0 is refused with
  *      another status than NWATTN_ERR_BAD_DIMENSION (DIM_ZERO_STATUS_MIN when random sizes
@@ -509,6 +511,54 @@ static nwattn_status invoke_nw_predict(nwattn_context *ctx, const at_case *c) {
                              SZ(c, NP_NFLAGGED));
 }
 
+/* Local constant Gaussian and Laplace fits are a pooling (api_nw_predict.c: the Gaussian or
+ * Laplace score with the bandwidths, queries xq, keys x, values y), so nwattn_pool's documented
+ * accuracy applies to yq and the weights. The other fits have no documented bound (regression.md
+ * gives measured agreement only: compact kernels' supports and near-singular local linear
+ * systems can differ between float and double), so they are compared by status alone. */
+static int agree_nw_predict(const at_case *r, const at_case *x) {
+    const nwattn_kernel kernel = (nwattn_kernel)(int)r->param[0];
+    if ((nwattn_degree)(int)r->param[1] != NWATTN_LOCAL_CONSTANT ||
+        (kernel != NWATTN_KERNEL_GAUSSIAN && kernel != NWATTN_KERNEL_LAPLACE))
+        return 1;
+    const size_t m = r->dim[NP_M], n = r->dim[NP_N], d = r->dim[NP_D], dv = r->dim[NP_DV];
+    const float *bw = F(r, NP_BW);
+    const nwattn_score score = {
+        kernel == NWATTN_KERNEL_GAUSSIAN ? NWATTN_SCORE_GAUSSIAN : NWATTN_SCORE_LAPLACE, 0.0f,
+        bw[0], bw};
+    double *centre = calloc(d, sizeof *centre);
+    if (centre == NULL)
+        abort();
+    or_key_mean(n, d, row_of(r, NP_X, 0, 0), ld_of(r, NP_X), centre);
+    double vmax = 0.0;
+    for (size_t j = 0; j < n; j++)
+        for (size_t l = 0; l < dv; l++)
+            vmax = fmax(vmax, fabs((double)get(r, NP_Y, 0, j, l)));
+    int ok = 1;
+    for (size_t i = 0; i < m && ok; i++) {
+        double e = 0.0;
+        for (size_t j = 0; j < n; j++)
+            e = fmax(e, or_bound_score_blas_pair(&score, d, row_of(r, NP_XQ, 0, i),
+                                                 row_of(r, NP_X, 0, j), centre) +
+                            1e-30);
+        const double rel = expm1(2.0 * e) + 16.0 * u;
+        for (size_t j = 0; r->buf[NP_W].data != NULL && j < n && ok; j++) {
+            const float want = get(r, NP_W, 0, i, j);
+            ok = close_to(r, NP_W, 0, i, j, get(x, NP_W, 0, i, j), want,
+                          rel * fabs((double)want) + 1e-12);
+        }
+        float got_o[256], want_o[256]; /* dv <= the table's max */
+        for (size_t l = 0; l < dv; l++) {
+            got_o[l] = get(x, NP_YQ, 0, i, l);
+            want_o[l] = get(r, NP_YQ, 0, i, l);
+        }
+        ok = ok && pooled_row_agrees(r, NP_YQ, -1, 0, i, got_o, want_o, 0.0f, 0.0f, n, dv, e,
+                                     vmax);
+    }
+    free(centre);
+    return ok;
+}
+
 /* ---- nwattn_nw_predict_backward ------------------------------------------------------------ */
 enum { NB_XQ, NB_X, NB_Y, NB_DYQ, NB_BW, NB_DBW };
 
@@ -570,6 +620,55 @@ static void wmodel_scalar_shape(const at_case *c, size_t *items, size_t *rows, s
     *items = 1;
     *rows = 1;
     *cols = (c->cfg.absent >> WE_T & 1u) ? 0 : 1;
+}
+
+/* yhat and the weights are a pooling (wmodel.c's fast path): unit Gaussian scores s0 of xq and
+ * x, times w^2 in float, then nwattn_pool's softmax and product; so nwattn_pool's bound holds
+ * with the score error w^2 (e0 + 3u |s0|): e0 the unit scores' documented error, 3u the two
+ * float roundings of w^2 s0. The loss and its gradient have no documented bound: not compared. */
+static int agree_wmodel(const at_case *r, const at_case *x) {
+    const size_t m = r->dim[WE_M], n = r->dim[WE_N], d = r->dim[WE_D], dv = r->dim[WE_DV];
+    const double w2 = (double)(float)r->param[0] * (double)(float)r->param[0];
+    const nwattn_score unit = {NWATTN_SCORE_GAUSSIAN, 0.0f, 1.0f, NULL};
+    const int has_yhat = r->buf[WE_YHAT].data != NULL, has_w = r->buf[WE_W].data != NULL;
+    double *centre = calloc(d, sizeof *centre);
+    if (centre == NULL)
+        abort();
+    or_key_mean(n, d, row_of(r, WE_X, 0, 0), ld_of(r, WE_X), centre);
+    double vmax = 0.0;
+    for (size_t j = 0; j < n; j++)
+        for (size_t l = 0; l < dv; l++)
+            vmax = fmax(vmax, fabs((double)get(r, WE_Y, 0, j, l)));
+    int ok = 1;
+    for (size_t i = 0; i < m && ok; i++) {
+        const float *q = row_of(r, WE_XQ, 0, i);
+        double e = 0.0;
+        for (size_t j = 0; j < n; j++) {
+            const float *k = row_of(r, WE_X, 0, j);
+            double s0 = 0.0;
+            for (size_t c = 0; c < d; c++)
+                s0 += ((double)q[c] - (double)k[c]) * ((double)q[c] - (double)k[c]) / 2.0;
+            e = fmax(e, w2 * (or_bound_score_blas_pair(&unit, d, q, k, centre) + 3.0 * u * s0) +
+                            1e-30);
+        }
+        const double rel = expm1(2.0 * e) + 16.0 * u;
+        for (size_t j = 0; has_w && j < n && ok; j++) {
+            const float want = get(r, WE_W, 0, i, j);
+            ok = close_to(r, WE_W, 0, i, j, get(x, WE_W, 0, i, j), want,
+                          rel * fabs((double)want) + 1e-12);
+        }
+        if (!has_yhat)
+            continue;
+        float got_o[256], want_o[256]; /* dv <= the table's max */
+        for (size_t l = 0; l < dv; l++) {
+            got_o[l] = get(x, WE_YHAT, 0, i, l);
+            want_o[l] = get(r, WE_YHAT, 0, i, l);
+        }
+        ok = ok && pooled_row_agrees(r, WE_YHAT, -1, 0, i, got_o, want_o, 0.0f, 0.0f, n, dv, e,
+                                     vmax);
+    }
+    free(centre);
+    return ok;
 }
 
 /* ---- nwattn_wmodel_train -------------------------------------------------------------------- */
@@ -767,6 +866,7 @@ static nwattn_status invoke_dataset_truth(nwattn_context *ctx, const at_case *c)
 const at_fn at_functions[] = {
     {
         .name = "nwattn_scores",
+        .id = 1,
         .n_dims = 4,
         .dims = {DIM("batch", 3, 2, 4, AT_ZERO_EMPTY),
                  DIM("m", 4, 1, 9, AT_ZERO_EMPTY),
@@ -788,6 +888,7 @@ const at_fn at_functions[] = {
     },
     {
         .name = "nwattn_softmax",
+        .id = 2,
         .n_dims = 3,
         .dims = {DIM("batch", 3, 2, 4, AT_ZERO_EMPTY),
                  DIM("m", 4, 1, 9, AT_ZERO_EMPTY),
@@ -810,6 +911,7 @@ const at_fn at_functions[] = {
     },
     {
         .name = "nwattn_bmm",
+        .id = 3,
         .n_dims = 4,
         .dims = {DIM("batch", 3, 2, 4, AT_ZERO_EMPTY),
                  DIM("m", 4, 1, 9, AT_ZERO_EMPTY),
@@ -831,6 +933,7 @@ const at_fn at_functions[] = {
     },
     {
         .name = "nwattn_pool",
+        .id = 4,
         .n_dims = 5,
         /* n up to 300 and d up to 160: several key tiles of the fused path, and AUTO's choice
          * between fused (n >= 32) and unfused */
@@ -862,6 +965,7 @@ const at_fn at_functions[] = {
     },
     {
         .name = "nwattn_average_pool",
+        .id = 5,
         .n_dims = 4,
         .dims = {DIM("batch", 3, 2, 4, AT_ZERO_EMPTY),
                  DIM("m", 4, 1, 9, AT_ZERO_EMPTY),
@@ -882,6 +986,7 @@ const at_fn at_functions[] = {
     },
     {
         .name = "nwattn_pool_backward",
+        .id = 20,
         .n_dims = 5,
         .dims = {DIM("batch", 3, 2, 4, AT_ZERO_EMPTY),
                  DIM("m", 4, 1, 70, AT_ZERO_DEFINED),
@@ -920,6 +1025,7 @@ const at_fn at_functions[] = {
     },
     {
         .name = "nwattn_pool_partial",
+        .id = 6,
         .n_dims = 6,
         .dims = {DIM("batch", 3, 2, 4, AT_ZERO_EMPTY),
                  DIM("m", 4, 1, 9, AT_ZERO_EMPTY),
@@ -953,6 +1059,7 @@ const at_fn at_functions[] = {
     },
     {
         .name = "nwattn_pool_state_merge",
+        .id = 7,
         .n_dims = 3,
         .dims = {DIM("batch", 3, 2, 4, AT_ZERO_EMPTY),
                  DIM("m", 4, 1, 9, AT_ZERO_EMPTY),
@@ -971,6 +1078,7 @@ const at_fn at_functions[] = {
     },
     {
         .name = "nwattn_pool_state_finish",
+        .id = 8,
         .n_dims = 3,
         .dims = {DIM("batch", 3, 2, 4, AT_ZERO_EMPTY),
                  DIM("m", 4, 1, 9, AT_ZERO_EMPTY),
@@ -993,6 +1101,7 @@ const at_fn at_functions[] = {
     },
     {
         .name = "nwattn_positional_encoding",
+        .id = 9,
         .n_dims = 3,
         .dims = {DIM("t", 5, 2, 40, AT_ZERO_EMPTY),
                  DIM("d", 4, 3, 40, AT_ZERO_INVALID),
@@ -1008,6 +1117,7 @@ const at_fn at_functions[] = {
     },
     {
         .name = "nwattn_attention",
+        .id = 10,
         .n_dims = 10,
         .dims = {DIM("batch", 2, 2, 3, AT_ZERO_EMPTY),
                  DIM("t_q", 3, 1, 9, AT_ZERO_EMPTY),
@@ -1058,6 +1168,7 @@ const at_fn at_functions[] = {
     },
     {
         .name = "nwattn_attention_backward",
+        .id = 21,
         .n_dims = 10,
         .dims = {DIM("batch", 2, 2, 3, AT_ZERO_EMPTY),
                  DIM("t_q", 3, 1, 9, AT_ZERO_DEFINED),
@@ -1117,6 +1228,7 @@ const at_fn at_functions[] = {
     },
     {
         .name = "nwattn_nw_predict",
+        .id = 11,
         .n_dims = 4,
         .dims = {DIM("m", 4, 1, 40, AT_ZERO_DEFINED),
                  DIM_ZERO_STATUS("n", 5, 3, 60, NWATTN_ERR_DEGENERATE_DATA),
@@ -1142,10 +1254,12 @@ const at_fn at_functions[] = {
         .params = REGRESSION_PARAMS,
         NOT_IN_PLACE,
         .invoke = invoke_nw_predict,
+        .agree = agree_nw_predict,
         .finite_data = 1,
     },
     {
         .name = "nwattn_nw_predict_backward",
+        .id = 22,
         .n_dims = 4,
         .dims = {DIM("m", 4, 1, 40, AT_ZERO_DEFINED),
                  DIM_ZERO_STATUS("n", 5, 3, 60, NWATTN_ERR_DEGENERATE_DATA),
@@ -1172,6 +1286,7 @@ const at_fn at_functions[] = {
     },
     {
         .name = "nwattn_nw_cv",
+        .id = 12,
         .n_dims = 4,
         .dims = {DIM_ZERO_STATUS_MIN("n", 6, 4, 40, NWATTN_ERR_DEGENERATE_DATA, 3),
                  DIM("d", 4, 1, 4, AT_ZERO_INVALID),
@@ -1199,6 +1314,7 @@ const at_fn at_functions[] = {
     },
     {
         .name = "nwattn_wmodel_evaluate",
+        .id = 13,
         .n_dims = 4,
         .dims = {DIM("m", 4, 1, 9, AT_ZERO_DEFINED),
                  DIM("n", 5, 3, 40, AT_ZERO_DEFINED),
@@ -1226,9 +1342,11 @@ const at_fn at_functions[] = {
         .params = {{"w", AT_PARAM_FINITE, 0.75, 0}},
         NOT_IN_PLACE,
         .invoke = invoke_wmodel_evaluate,
+        .agree = agree_wmodel,
     },
     {
         .name = "nwattn_wmodel_train",
+        .id = 14,
         .n_dims = 4,
         .dims = {DIM_ZERO_STATUS_MIN("n", 5, 3, 30, NWATTN_ERR_DEGENERATE_DATA, 2),
                  DIM("d", 2, 1, 3, AT_ZERO_INVALID),
@@ -1254,6 +1372,7 @@ const at_fn at_functions[] = {
     },
     {
         .name = "nwattn_weights_diagnostics",
+        .id = 15,
         .n_dims = 2,
         .dims = {DIM("m", 4, 1, 9, AT_ZERO_EMPTY),
                  DIM("n", 5, 3, 40, AT_ZERO_DEFINED)},
@@ -1271,6 +1390,7 @@ const at_fn at_functions[] = {
     },
     {
         .name = "nwattn_nw_select_bandwidth",
+        .id = 16,
         .n_dims = 3,
         .dims = {DIM_ZERO_STATUS_MIN("n", 6, 4, 30, NWATTN_ERR_DEGENERATE_DATA, 3),
                  DIM("d", 2, 1, 3, AT_ZERO_INVALID),
@@ -1301,6 +1421,7 @@ const at_fn at_functions[] = {
     },
     {
         .name = "nwattn_bandwidth_rule_of_thumb",
+        .id = 17,
         .n_dims = 2,
         .dims = {DIM_ZERO_STATUS_MIN("n", 6, 3, 40, NWATTN_ERR_DEGENERATE_DATA, 2),
                  DIM("d", 3, 1, 5, AT_ZERO_INVALID)},
@@ -1319,6 +1440,7 @@ const at_fn at_functions[] = {
     },
     {
         .name = "nwattn_dataset_generate",
+        .id = 18,
         .n_dims = 1,
         .dims = {DIM("n", 7, 1, 60, AT_ZERO_EMPTY)},
         .batch_dim = -1,
@@ -1336,6 +1458,7 @@ const at_fn at_functions[] = {
     },
     {
         .name = "nwattn_dataset_truth",
+        .id = 19,
         .n_dims = 1,
         .dims = {DIM("m", 7, 1, 60, AT_ZERO_EMPTY)},
         .batch_dim = -1,
@@ -1354,6 +1477,7 @@ const at_fn at_functions[] = {
     },
     {
         .name = "nwattn_nw_summary",
+        .id = 23,
         .n_dims = 2,
         .dims = {DIM_ZERO_STATUS_MIN("n", 12, 9, 30, NWATTN_ERR_DEGENERATE_DATA, 6),
                  DIM("d", 2, 1, 3, AT_ZERO_INVALID)},
@@ -1379,6 +1503,7 @@ const at_fn at_functions[] = {
     },
     {
         .name = "nwattn_nw_inference",
+        .id = 24,
         .n_dims = 3,
         .dims = {DIM("m", 4, 1, 9, AT_ZERO_EMPTY),
                  DIM_ZERO_STATUS_MIN("n", 12, 9, 30, NWATTN_ERR_DEGENERATE_DATA, 6),
@@ -1413,6 +1538,7 @@ const at_fn at_functions[] = {
     },
     {
         .name = "nwattn_nw_bootstrap_bands",
+        .id = 25,
         .n_dims = 4,
         .dims = {DIM("m", 4, 1, 9, AT_ZERO_EMPTY),
                  DIM_ZERO_STATUS_MIN("n", 12, 9, 30, NWATTN_ERR_DEGENERATE_DATA, 6),
@@ -1445,6 +1571,7 @@ const at_fn at_functions[] = {
     },
     {
         .name = "nwattn_kde",
+        .id = 26,
         .n_dims = 3,
         .dims = {DIM("m", 4, 1, 9, AT_ZERO_EMPTY),
                  DIM_ZERO_STATUS_MIN("n", 12, 9, 30, NWATTN_ERR_DEGENERATE_DATA, 4),
@@ -1465,6 +1592,7 @@ const at_fn at_functions[] = {
     },
     {
         .name = "nwattn_kde_cv",
+        .id = 27,
         .n_dims = 3,
         .dims = {DIM("n_bw", 3, 1, 5, AT_ZERO_EMPTY),
                  DIM_ZERO_STATUS_MIN("n", 12, 9, 30, NWATTN_ERR_DEGENERATE_DATA, 6),
@@ -1486,6 +1614,7 @@ const at_fn at_functions[] = {
     },
     {
         .name = "nwattn_mixed_predict",
+        .id = 28,
         .n_dims = 3,
         .dims = {DIM("m", 4, 1, 9, AT_ZERO_EMPTY),
                  DIM_ZERO_STATUS_MIN("n", 12, 9, 30, NWATTN_ERR_DEGENERATE_DATA, 4),
@@ -1509,6 +1638,7 @@ const at_fn at_functions[] = {
     },
     {
         .name = "nwattn_mixed_cv",
+        .id = 29,
         .n_dims = 3,
         .dims = {DIM("n_bw", 3, 1, 5, AT_ZERO_EMPTY),
                  DIM_ZERO_STATUS_MIN("n", 12, 9, 30, NWATTN_ERR_DEGENERATE_DATA, 6),
@@ -1532,6 +1662,7 @@ const at_fn at_functions[] = {
     },
     {
         .name = "nwattn_mixed_kde",
+        .id = 30,
         .n_dims = 3,
         .dims = {DIM("m", 4, 1, 9, AT_ZERO_DEFINED),
                  DIM_ZERO_STATUS_MIN("n", 12, 9, 30, NWATTN_ERR_DEGENERATE_DATA, 4),
@@ -1556,3 +1687,10 @@ const at_fn at_functions[] = {
 };
 
 const int at_function_count = (int)(sizeof at_functions / sizeof at_functions[0]);
+
+const at_fn *at_function_by_id(int id) {
+    for (int f = 0; f < at_function_count; f++)
+        if (at_functions[f].id == id)
+            return &at_functions[f];
+    return NULL;
+}

@@ -16,6 +16,11 @@
 
 #include "nwattn.h"
 
+/* Function identifiers: 1 .. AT_ID_TABLE_END - 1 for rows of at_functions[]; from
+ * AT_ID_TABLE_END on, the fuzzer's own cases for the functions that compute nothing (context,
+ * status, version, random numbers, option defaults: tests/fuzz/fuzz_nwattn.c). */
+enum { AT_ID_TABLE_END = 200 };
+
 enum { AT_MAX_DIMS = 12, AT_MAX_OPERANDS = 24, AT_MAX_PARAMS = 4, AT_MAX_STRUCTS = 4 };
 
 /* The backends every check runs under, in this order. */
@@ -120,6 +125,11 @@ typedef struct at_param {
 
 typedef struct at_fn {
     const char *name;
+    /* Permanent identifier (1 .. AT_ID_TABLE_END - 1), the fuzzer's first input byte: never
+     * renumbered or reused, so that a corpus entry keeps exercising the function it was found
+     * with. A new row takes the next free number (see "Adding a function" in api_table.c);
+     * test_bad_inputs checks that identifiers are unique and in range. */
+    int id;
     int n_dims;
     at_dim dims[AT_MAX_DIMS];
     int batch_dim; /* the dimension that counts batch items (strides), or -1 */
@@ -156,6 +166,8 @@ typedef struct at_fn {
 
 extern const at_fn at_functions[];
 extern const int at_function_count;
+/* The row with this identifier, or NULL. */
+const at_fn *at_function_by_id(int id);
 
 /* ---- Cases ------------------------------------------------------------------------------- */
 typedef struct at_buffer {

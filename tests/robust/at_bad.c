@@ -25,13 +25,14 @@ static int dim_used(const at_case *c, int k) {
 }
 
 /* Whether operand i reaches the call: it has a buffer, and it is not part of a mask the call
- * does not get, nor the bandwidths of a dot score (which ignores them). */
+ * does not get, nor the bandwidths of a dot or cosine score (which ignore them). */
 static int present(const at_case *c, int i) {
     if (c->buf[i].block == NULL)
         return 0;
     if (c->mask_null && (i == c->op_lens || i == c->op_additive || i == c->op_keep))
         return 0;
-    if (i == c->op_bandwidths && c->score.kind == NWATTN_SCORE_DOT)
+    if (i == c->op_bandwidths &&
+        (c->score.kind == NWATTN_SCORE_DOT || c->score.kind == NWATTN_SCORE_COSINE))
         return 0;
     return 1;
 }

@@ -253,7 +253,7 @@ void at_config_random(const at_fn *fn, at_src *src, at_config *cfg) {
             cfg->broadcast |= 1u << i;
     }
     if (fn->score_dim >= 0) {
-        cfg->score.kind = (nwattn_score_kind)at_src_below(src, 3);
+        cfg->score.kind = (nwattn_score_kind)at_src_below(src, 4); /* dot .. cosine */
         cfg->score.scale = at_src_uniform(src, -1.5f, 1.5f);
         cfg->score.bandwidth = at_src_uniform(src, 0.25f, 3.0f);
     }
@@ -264,10 +264,19 @@ void at_config_random(const at_fn *fn, at_src *src, at_config *cfg) {
         if (cfg->absent >> lens & 1u)
             cfg->mask_flags &= ~(unsigned)NWATTN_MASK_LENS_PER_ROW; /* would be NULL_POINTER */
     }
-    for (int p = 0; p < fn->n_params; p++)
-        cfg->param[p] = fn->params[p].base;
     cfg->data = at_src_chance(src, 15) && !fn->finite_data ? AT_DATA_RAW : AT_DATA_MODERATE;
     cfg->seed = at_src_u64(src);
+    /* Scalar parameters: any valid enumerator (every kernel, degree, empty-row rule), and
+     * numbers within a factor of 4 of the base value (valid for both rules). Drawn from the
+     * seed, not from src: the fuzz corpus's inputs keep the byte layout they were found with. */
+    at_src ps;
+    at_src_seed(&ps, cfg->seed ^ UINT64_C(0x9a4a3e7e5eed0001));
+    for (int p = 0; p < fn->n_params; p++) {
+        const at_param *par = &fn->params[p];
+        cfg->param[p] = par->rule == AT_PARAM_ENUM
+                            ? (double)at_src_below(&ps, (size_t)par->count)
+                            : par->base * (double)at_src_uniform(&ps, 0.25f, 4.0f);
+    }
 }
 
 /* ---- Buffers ----------------------------------------------------------------------------------- */

@@ -138,6 +138,17 @@ static void test_context_functions(void **state) {
     total_cases += context_cases;
 }
 
+/* The fuzzer's corpus names functions by these: unique, and below the fuzzer's own range. */
+static void test_ids_unique(void **state) {
+    (void)state;
+    for (int f = 0; f < at_function_count; f++) {
+        const int id = at_functions[f].id;
+        assert_true(id >= 1 && id < AT_ID_TABLE_END);
+        assert_ptr_equal(at_function_by_id(id), &at_functions[f]);
+    }
+    assert_null(at_function_by_id(0));
+}
+
 /* Every class must have run somewhere, or the matrix has a hole. */
 static void test_every_class_ran(void **state) {
     (void)state;
@@ -162,6 +173,7 @@ int main(void) {
                                              (void *)(uintptr_t)&at_functions[f]};
     tests[count++] = (struct CMUnitTest){"context_functions", test_context_functions, NULL, NULL,
                                          NULL};
+    tests[count++] = (struct CMUnitTest){"ids_unique", test_ids_unique, NULL, NULL, NULL};
     tests[count++] = (struct CMUnitTest){"every_class_ran", test_every_class_ran, NULL, NULL,
                                          NULL};
     return _cmocka_run_group_tests("bad_inputs", tests, count, NULL, NULL);
