@@ -121,6 +121,9 @@ typedef struct at_param {
     at_param_rule rule;
     double base; /* the value valid cases use */
     int count;   /* AT_PARAM_ENUM: the number of valid values */
+    /* Random cases keep the base value too: the valid values depend on other operands (a
+     * categorical column's bandwidths) or lie in a range the random draw would leave. */
+    int random_base;
 } at_param;
 
 typedef struct at_fn {

@@ -273,9 +273,12 @@ void at_config_random(const at_fn *fn, at_src *src, at_config *cfg) {
     at_src_seed(&ps, cfg->seed ^ UINT64_C(0x9a4a3e7e5eed0001));
     for (int p = 0; p < fn->n_params; p++) {
         const at_param *par = &fn->params[p];
-        cfg->param[p] = par->rule == AT_PARAM_ENUM
-                            ? (double)at_src_below(&ps, (size_t)par->count)
-                            : par->base * (double)at_src_uniform(&ps, 0.25f, 4.0f);
+        if (par->random_base)
+            cfg->param[p] = par->base;
+        else if (par->rule == AT_PARAM_ENUM)
+            cfg->param[p] = (double)at_src_below(&ps, (size_t)par->count);
+        else
+            cfg->param[p] = par->base * (double)at_src_uniform(&ps, 0.25f, 4.0f);
     }
 }
 
