@@ -464,8 +464,35 @@ typedef enum nwattn_kernel {
     NWATTN_KERNEL_LAPLACE = 1,
     NWATTN_KERNEL_EPANECHNIKOV = 2,
     NWATTN_KERNEL_TRICUBE = 3,
-    NWATTN_KERNEL_UNIFORM = 4
+    NWATTN_KERNEL_UNIFORM = 4,
+    NWATTN_KERNEL_MATERN32 = 5, /* (1 + r) e^-r,  r = sqrt(t): FKSUM's beta = (1, 1) */
+    NWATTN_KERNEL_MATERN52 = 6  /* (1 + r + r^2/3) e^-r:       FKSUM's beta = (1, 1, 1/3) */
 } nwattn_kernel;
+
+/* How the regression functions compute their rows (per context, nwattn_context_set_nw_method);
+ * the backend REFERENCE overrides it (every row over all n points in double: the oracle).
+ * - DIRECT: each row visits its points (with d == 1 only its window, see above): O(m · window).
+ * - FASTSUM: exact kernel sums by recursion over the sorted points (Hofmeyr's FKSUM, in a
+ *   translated form that never expands around an absolute origin): O(n log n + m log n) for
+ *   every bandwidth, the local linear moments and the CV derivative in the same pass. Needs
+ *   d == 1, a Laplace-family kernel (LAPLACE, MATERN32, MATERN52) and no weights matrix;
+ *   otherwise NWATTN_ERR_BAD_PARAMETER. The sums are exact up to double rounding (relative
+ *   error a few n·2^-53 of the sum of |terms|); the estimate then has the direct path's
+ *   accuracy. docs/regression.md has the method and measurements.
+ * - AUTO: FASTSUM where it can run and its predicted cost, about 3 n + m recursion steps of
+ *   (1 + dv)·k^2 flops (k = 2 .. 7 moments), is below the direct path's m · window points
+ *   (window from the data's range, the bandwidth and e^-(17 + ln n)); else DIRECT. */
+typedef enum nwattn_nw_method {
+    NWATTN_NW_METHOD_AUTO = 0,
+    NWATTN_NW_METHOD_DIRECT = 1,
+    NWATTN_NW_METHOD_FASTSUM = 2
+} nwattn_nw_method;
+
+/* The context's regression method (default AUTO); an unknown value is NWATTN_ERR_BAD_ENUM. */
+NWATTN_API nwattn_status nwattn_context_set_nw_method(nwattn_context *ctx,
+                                                      nwattn_nw_method method);
+/* The method set (AUTO for ctx == NULL). */
+NWATTN_API nwattn_nw_method nwattn_context_get_nw_method(const nwattn_context *ctx);
 
 typedef enum nwattn_degree {
     NWATTN_LOCAL_CONSTANT = 0, /* Nadaraya-Watson */

@@ -1,8 +1,10 @@
 /* nwattn_nw_predict: local constant Gaussian and Laplace fits through the pooling driver (their
- * weights are a softmax); compact kernels and local linear fits through the row engines. */
+ * weights are a softmax) unless the fast sums are chosen; other fits through the row engines
+ * (reference, direct or fast sums: nw_select_path). */
 #include <math.h>
 #include <string.h>
 
+#include "fastsum.h"
 #include "nw.h"
 #include "score/score.h"
 #include "pool.h"
@@ -133,7 +135,10 @@ nwattn_status nwattn_nw_predict(nwattn_context *ctx, const nwattn_regression *mo
         return NWATTN_OK;
     }
 
-    if (mod.degree == NWATTN_LOCAL_CONSTANT && !nw_kernel_compact(mod.kernel)) {
+    int fast;
+    NW_TRY(nw_select_path(ctx, &mod, n, m, x, ldx, (double)bandwidths[0], weights != NULL, &fast));
+    if (fast != NW_PATH_FASTSUM && mod.degree == NWATTN_LOCAL_CONSTANT &&
+        (mod.kernel == NWATTN_KERNEL_GAUSSIAN || mod.kernel == NWATTN_KERNEL_LAPLACE)) {
         NW_TRY(predict_pooled(ctx, &call, &mod, bandwidths, m, n, xq, ldq, x, ldx, y, ldy, yq, ldyq,
                               weights, ldw));
         if (row_flags != NULL)
@@ -143,10 +148,14 @@ nwattn_status nwattn_nw_predict(nwattn_context *ctx, const nwattn_regression *mo
         return NWATTN_OK;
     }
 
-    int fast;
-    NW_TRY(nw_select_fast(ctx, &fast));
     const size_t threads = fast ? ctx->workers.threads : 1, units = nw_units(m);
-    size_t bytes = nw_plan_bytes(&mod, fast, n, threads, units);
+    size_t bytes = nw_plan_bytes(&mod, fast, n, threads, units), order = 0;
+    /* the fast sums' query order after the plan (m + 3 (blocks + 1) size_t) */
+    if (bytes != SIZE_MAX && fast == NW_PATH_FASTSUM &&
+        (!nw_add(bytes, sizeof(size_t) - 1, &bytes) || !nw_add(m, 3 * (n / NW_FS_BLOCK + 2), &order) ||
+         !nw_mul(order, sizeof(size_t), &order) ||
+         !nw_add(bytes / sizeof(size_t) * sizeof(size_t), order, &bytes)))
+        bytes = SIZE_MAX;
     if (bytes == SIZE_MAX)
         return nw_fail(ctx, NWATTN_ERR_OVERFLOW, "working memory for n = %zu overflows", n);
     void *mem;
@@ -158,11 +167,16 @@ nwattn_status nwattn_nw_predict(nwattn_context *ctx, const nwattn_regression *mo
         plan.inv_h[k] = 1.0 / (double)bandwidths[k];
         plan.inv_hf[k] = (float)plan.inv_h[k];
     }
-    predict_job job = {&plan, m, xq, ldq, yq, ldyq, weights, ldw, row_flags};
-    nw_parallel_for(&ctx->workers, threads, units, predict_unit, &job);
     size_t flagged = 0;
-    for (size_t u = 0; u < units; u++)
-        flagged += (size_t)plan.partial[u * (3 + d)];
+    if (fast == NW_PATH_FASTSUM) {
+        size_t *scratch = (size_t *)(void *)((char *)mem + (bytes - order));
+        flagged = nw_fs_predict(&plan, m, xq, ldq, yq, ldyq, row_flags, scratch);
+    } else {
+        predict_job job = {&plan, m, xq, ldq, yq, ldyq, weights, ldw, row_flags};
+        nw_parallel_for(&ctx->workers, threads, units, predict_unit, &job);
+        for (size_t u = 0; u < units; u++)
+            flagged += (size_t)plan.partial[u * (3 + d)];
+    }
     if (n_flagged != NULL)
         *n_flagged = flagged;
     return NWATTN_OK;

@@ -13,6 +13,8 @@ nwattn_status nw_check_model(nwattn_context *ctx, const nwattn_regression *model
     case NWATTN_KERNEL_EPANECHNIKOV:
     case NWATTN_KERNEL_TRICUBE:
     case NWATTN_KERNEL_UNIFORM:
+    case NWATTN_KERNEL_MATERN32:
+    case NWATTN_KERNEL_MATERN52:
         break;
     default:
         return nw_fail(ctx, NWATTN_ERR_BAD_ENUM, "unknown kernel %d", (int)model->kernel);

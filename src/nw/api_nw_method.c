@@ -1,0 +1,18 @@
+/* nwattn_context_set_nw_method / _get_nw_method: how the regression rows are computed. */
+#include "nw.h"
+
+nwattn_status nwattn_context_set_nw_method(nwattn_context *ctx, nwattn_nw_method method) {
+    NW_TRY(nw_begin(ctx));
+    switch (method) {
+    case NWATTN_NW_METHOD_AUTO:
+    case NWATTN_NW_METHOD_DIRECT:
+    case NWATTN_NW_METHOD_FASTSUM:
+        ctx->nw_method = method;
+        return NWATTN_OK;
+    }
+    return nw_fail(ctx, NWATTN_ERR_BAD_ENUM, "unknown regression method %d", (int)method);
+}
+
+nwattn_nw_method nwattn_context_get_nw_method(const nwattn_context *ctx) {
+    return ctx ? ctx->nw_method : NWATTN_NW_METHOD_AUTO;
+}
