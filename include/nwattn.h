@@ -472,16 +472,21 @@ typedef enum nwattn_kernel {
 /* How the regression functions compute their rows (per context, nwattn_context_set_nw_method);
  * the backend REFERENCE overrides it (every row over all n points in double: the oracle).
  * - DIRECT: each row visits its points (with d == 1 only its window, see above): O(m · window).
- * - FASTSUM: exact kernel sums by recursion over the sorted points (Hofmeyr's FKSUM, in a
- *   translated form that never expands around an absolute origin): O(n log n + m log n) for
- *   every bandwidth, the local linear moments and the CV derivative in the same pass. Needs
- *   d == 1, a Laplace-family kernel (LAPLACE, MATERN32, MATERN52) and no weights matrix;
- *   otherwise NWATTN_ERR_BAD_PARAMETER. The sums are exact up to double rounding (relative
- *   error a few n·2^-53 of the sum of |terms|); the estimate then has the direct path's
- *   accuracy. docs/regression.md has the method and measurements.
- * - AUTO: FASTSUM where it can run and its predicted cost, about 3 n + m recursion steps of
- *   (1 + dv)·k^2 flops (k = 2 .. 7 moments), is below the direct path's m · window points
- *   (window from the data's range, the bandwidth and e^-(17 + ln n)); else DIRECT. */
+ * - FASTSUM: fast 1-D kernel sums, O(n log n + m log n) for every bandwidth, the local linear
+ *   moments and the CV derivative in the same pass. Needs d == 1, a kernel below and no
+ *   weights matrix; otherwise NWATTN_ERR_BAD_PARAMETER.
+ *   Laplace family (LAPLACE, MATERN32, MATERN52): exact, by recursion over the sorted points
+ *   (Hofmeyr's FKSUM, in a translated form that never expands around an absolute origin): up
+ *   to double rounding, a relative error of a few n·2^-53 of the sum of |terms|.
+ *   GAUSSIAN: a 1-D fast Gauss transform (Taylor expansions about centres of clusters of
+ *   width <= h, direct sums where they do not pay), within the bound eps of
+ *   nwattn_context_set_nw_tolerance.
+ *   docs/regression.md has the methods and measurements.
+ * - AUTO: FASTSUM where it can run and its predicted cost is below the direct path's
+ *   m · window points (window from the data's range, the bandwidth and e^-(17 + ln n)); else
+ *   DIRECT. Predicted fast-sum cost: Laplace family 3 n + m recursion steps of (1 + dv)·k^2
+ *   flops (k = 2 .. 7 moments); Gaussian 29 n moment terms plus about 16 clusters of 24 terms
+ *   per row, times 1 + dv. */
 typedef enum nwattn_nw_method {
     NWATTN_NW_METHOD_AUTO = 0,
     NWATTN_NW_METHOD_DIRECT = 1,
@@ -493,6 +498,16 @@ NWATTN_API nwattn_status nwattn_context_set_nw_method(nwattn_context *ctx,
                                                       nwattn_nw_method method);
 /* The method set (AUTO for ctx == NULL). */
 NWATTN_API nwattn_nw_method nwattn_context_get_nw_method(const nwattn_context *ctx);
+
+/* The Gaussian fast sums' error bound eps (default NWATTN_NW_TOLERANCE_DEFAULT, allowed
+ * [1e-15, 1e-2], else NWATTN_ERR_BAD_PARAMETER). Every moment sum of a row,
+ * S_a = sum_i c_i u_i^a K_i (c = 1 or a y column, u = (x_i - q) / h, a <= 4), is within
+ *   eps · max_i |c_i| · sum_i (1 + |u_i|)^a K_i
+ * of its exact value: for the weight sum (a = 0, c = 1) eps relative. The getter returns the
+ * bound in use (the default for ctx == NULL). */
+#define NWATTN_NW_TOLERANCE_DEFAULT 1e-7
+NWATTN_API nwattn_status nwattn_context_set_nw_tolerance(nwattn_context *ctx, double tolerance);
+NWATTN_API double nwattn_context_get_nw_tolerance(const nwattn_context *ctx);
 
 typedef enum nwattn_degree {
     NWATTN_LOCAL_CONSTANT = 0, /* Nadaraya-Watson */

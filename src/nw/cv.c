@@ -82,7 +82,7 @@ void nw_plan_init(nw_plan *plan, const nw_model *model, int fast, size_t n, cons
     plan->inv_hf = (float *)(void *)(plan->inv_h + d);
     plan->partial = plan->inv_h + 2 * d;
     if (fast == NW_PATH_FASTSUM)
-        nw_fs_plan_init(plan, plan->partial + units * (3 + d));
+        nw_fs_plan_init(plan, plan->partial + units * (3 + d), model->tolerance);
 }
 
 void nw_plan_bandwidths(nw_plan *plan, const double *h) {

@@ -64,7 +64,8 @@ void nw_fs_moments_at(const nw_fastsum *fs, const nw_fs_block *blk, size_t j, do
 size_t nw_fs_locate(const nw_fastsum *fs, double q);
 
 /* ---- Kernels and rows (fastsum_rows.c) ----------------------------------------------------- */
-/* Whether the engine sums this kernel (d == 1). */
+/* Whether the engine sums this kernel (d == 1): the Laplace family exactly, the Gaussian within
+ * its bound (fastsum_gauss.c). */
 int nw_fs_kernel_supported(nwattn_kernel kernel);
 /* Moments per vector the model needs (with or without the h-derivative). */
 size_t nw_fs_moments_needed(const nw_model *model, int grad);
@@ -72,11 +73,38 @@ size_t nw_fs_moments_needed(const nw_model *model, int grad);
 void nw_fs_row_sums(const nw_model *model, size_t k1, const double *left, const double *right,
                     nw_sums *s);
 
+/* ---- The Gaussian (fastsum_gauss.c): a 1-D fast Gauss transform with a stated bound ------ */
+#define NW_FG_AMAX 4 /* powers of u summed: local linear's u^2 times the derivative's u^2 */
+
+typedef struct nw_fs_gauss {
+    size_t n, v, clusters;
+    const double *x, *c; /* the engine's sorted points and coefficients */
+    double inv_h, eps;
+    size_t *start;  /* clusters + 1: first point of each cluster */
+    size_t *offset; /* per cluster: its moments' index, SIZE_MAX when summed directly */
+    double *mu;     /* moments: per cluster v × NW_FG_MOMENTS */
+} nw_fs_gauss;
+
+size_t nw_fg_bytes(size_t n, size_t v);
+void nw_fg_init(nw_fs_gauss *g, void *mem, size_t n, size_t v, const double *x, const double *c);
+/* Clusters and moments at bandwidth 1 / inv_h for relative error eps. */
+void nw_fg_prepare(nw_fs_gauss *g, double inv_h, double eps);
+/* out (v × (amax + 1)) = sum_i c_i u_i^a e^{-u_i^2/2} e^{r_near^2/2} at query q over all points
+ * but skip (SIZE_MAX: none); j: the last point with x_j <= q (SIZE_MAX if none). */
+void nw_fg_moments(const nw_fs_gauss *g, double q, size_t j, size_t skip, size_t amax,
+                   double *out);
+/* Powers of u a model needs, and its nw_sums from nw_fg_moments' out. */
+size_t nw_fg_amax(const nw_model *model, int grad);
+void nw_fg_row_sums(const nw_model *model, size_t amax, const double *mom, nw_sums *s);
+
 /* ---- Drivers over a plan (fastsum_plan.c) -------------------------------------------------- */
 /* The plan's fast-sum part: the engine over the vectors (1, y_1 .. y_dv) and each worker's
  * block and row moments. */
 struct nw_fs_plan {
-    nw_fastsum fs;
+    nw_fastsum fs;     /* Laplace family; for the Gaussian only its x and c */
+    int gauss;         /* the Gaussian: g below */
+    nw_fs_gauss g;
+    double eps;        /* the Gaussian's relative error bound */
     double *worker_mem; /* threads × worker_doubles */
     size_t worker_doubles;
 };
@@ -84,8 +112,8 @@ struct nw_fs_plan {
 /* Bytes of the fast-sum part of a plan (SIZE_MAX on overflow). */
 size_t nw_fs_plan_bytes(const nw_model *model, size_t n, size_t threads);
 /* Points plan->fastsum into mem and fills positions and coefficients from the plan's sorted
- * training copy. */
-void nw_fs_plan_init(nw_plan *plan, void *mem);
+ * training copy; eps: the Gaussian's bound. */
+void nw_fs_plan_init(nw_plan *plan, void *mem, double eps);
 /* The CV rows of every unit into plan->partial (as cv.c's rows do), at plan->inv_h. */
 void nw_fs_cv_units(nw_plan *plan, int want_grad);
 /* size_t of scratch nw_fs_predict needs for m queries. */

@@ -21,7 +21,11 @@ static double range_of(size_t n, const float *x, size_t ldx) {
 /* Whether the fast sums are predicted to be cheaper than the direct rows. */
 static int fastsum_cheaper(const nw_model *model, size_t n, size_t m, const float *x, size_t ldx,
                            double h) {
-    const double dn = (double)n, tail = 17.0 + log(dn) + (model->kernel == NWATTN_KERNEL_LAPLACE ? 0.0 : 8.0);
+    const double dn = (double)n, t = 17.0 + log(dn);
+    /* the direct window's half-width in h (fast_rows_impl.h's window_1d) */
+    const double tail = model->kernel == NWATTN_KERNEL_GAUSSIAN ? sqrt(2.0 * t)
+                        : model->kernel == NWATTN_KERNEL_LAPLACE ? t
+                                                                 : t + 8.0;
     const double range = range_of(n, x, ldx);
     if (!(h > 0.0)) /* unknown yet: the normal-reference rule with the range as 4 sd */
         h = 1.06 * range / 4.0 * pow(dn, -0.2);
@@ -29,8 +33,10 @@ static int fastsum_cheaper(const nw_model *model, size_t n, size_t m, const floa
     window = fmin(window, dn);
     const double k1 = (double)nw_fs_moments_needed(model, 1), v = 1.0 + (double)model->dv;
     const double direct = (double)m * window * v * NW_COST_DIRECT_POINT;
-    const double fastsum = (3.0 * dn + (double)m) * v * k1 * (k1 + 1.0) * NW_COST_FASTSUM_FLOP +
-                           (double)m * log2(dn + 1.0);
+    double fastsum = (3.0 * dn + (double)m) * v * k1 * (k1 + 1.0) * NW_COST_FASTSUM_FLOP +
+                     (double)m * log2(dn + 1.0);
+    if (model->kernel == NWATTN_KERNEL_GAUSSIAN) /* moments, and ~16 clusters of p <= 24 terms */
+        fastsum = (dn * 29.0 + (double)m * 16.0 * 24.0) * v * NW_COST_FASTSUM_FLOP;
     return fastsum < direct;
 }
 

@@ -31,13 +31,13 @@ static int family_of(nwattn_kernel kernel, family *f) {
 
 int nw_fs_kernel_supported(nwattn_kernel kernel) {
     family f;
-    return family_of(kernel, &f);
+    return kernel == NWATTN_KERNEL_GAUSSIAN || family_of(kernel, &f);
 }
 
 size_t nw_fs_moments_needed(const nw_model *model, int grad) {
     family f;
     if (!family_of(model->kernel, &f))
-        return 0;
+        return 1; /* the Gaussian: the engine only holds x and c */
     /* highest power: the polynomial (+1 with the gradient), + 2 for local linear's u^2 */
     return f.degree + 1 + (grad ? 1 : 0) + (model->degree == NWATTN_LOCAL_LINEAR ? 2 : 0);
 }
@@ -72,4 +72,25 @@ void nw_fs_row_sums(const nw_model *model, size_t k1, const double *left, const 
     fill(model, k1, f.k, f.degree + 1, left, right, s->m, s->b);
     if (s->dm != NULL)
         fill(model, k1, f.g, f.degree + 2, left, right, s->dm, s->db);
+}
+
+/* ---- The Gaussian: K = e^{-u^2/2}, G u^2 = u^2 K (nw.h) ----------------------------------- */
+size_t nw_fg_amax(const nw_model *model, int grad) {
+    return (model->degree == NWATTN_LOCAL_LINEAR ? 2 : 0) + (grad ? 2 : 0);
+}
+
+void nw_fg_row_sums(const nw_model *model, size_t amax, const double *mom, nw_sums *s) {
+    const size_t p = model->p, dv = model->dv, A = amax + 1;
+    for (size_t a = 0; a < p; a++) {
+        for (size_t c = a; c < p; c++) {
+            s->m[a + c * p] = mom[a + c];
+            if (s->dm != NULL)
+                s->dm[a + c * p] = mom[a + c + 2];
+        }
+        for (size_t c = 0; c < dv; c++) {
+            s->b[a + c * p] = mom[(1 + c) * A + a];
+            if (s->db != NULL)
+                s->db[a + c * p] = mom[(1 + c) * A + a + 2];
+        }
+    }
 }

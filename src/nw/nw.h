@@ -24,6 +24,7 @@ typedef struct nw_model {
     nwattn_empty empty;
     size_t d, dv;
     size_t p; /* unknowns per output column: 1 (local constant) or d + 1 (local linear) */
+    double tolerance; /* the Gaussian fast sums' relative error bound (the context's) */
 } nw_model;
 
 /* Whether the kernel is zero beyond t = 1. */
