@@ -28,6 +28,7 @@ typedef struct nw_fastsum {
     double *x;       /* n sorted positions (the caller fills them) */
     double *c;       /* v·n coefficients, c[a·n + j] (the caller fills them) */
     double inv_h;    /* 1 / h of the current sums */
+    double *decay;   /* n: e^{-(x_j - x_{j-1}) / h} (decay[0] = 0) */
     double *left_ck;  /* blocks × v·k1: L_{s-1} of block b (s its first point; 0 for b = 0) */
     double *right_ck; /* blocks × v·k1: R_e of block b (e one past its last; 0 for the last) */
     double *scratch;  /* 4 × v·k1: the two passes' running sums */
