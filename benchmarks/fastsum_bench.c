@@ -6,7 +6,7 @@
  *
  * Data: the noisy sine (nwattn_dataset_generate, NWATTN_DATASET_SINE), h = its
  * normal-reference rule. For each n (powers of 10 up to --max-n, default 10^7), kernel
- * (LAPLACE, MATERN32) and degree (local constant, linear): one CV evaluation with its
+ * (LAPLACE, MATERN32, GAUSSIAN at the default bound 1e-7) and degree (local constant, linear): one CV evaluation with its
  * gradient (nwattn_nw_cv) by each method, the direct one only up to --direct-max (default
  * 10^5: it is quadratic), and the fast sums' bandwidth selection (nwattn_nw_select_bandwidth,
  * default options). Single runs (one call each, after one warm-up call at n <= 10^5): on a
@@ -67,15 +67,17 @@ int main(int argc, char **argv) {
            bench_cpu_name(), simd_flags(), threads);
     printf("%-9s %-9s %-3s %12s %12s %10s %12s %10s\n", "n", "kernel", "deg", "cv_direct_s",
            "cv_fastsum_s", "speedup", "select_fs_s", "h_chosen");
-    const nwattn_kernel kernels[] = {NWATTN_KERNEL_LAPLACE, NWATTN_KERNEL_MATERN32};
-    const char *names[] = {"laplace", "matern32"};
+    const nwattn_kernel kernels[] = {NWATTN_KERNEL_LAPLACE, NWATTN_KERNEL_MATERN32,
+                                     NWATTN_KERNEL_GAUSSIAN};
+    const char *names[] = {"laplace", "matern32", "gaussian"};
+    enum { KERNELS = 3 };
     nwattn_context *direct = bench_context(NWATTN_BACKEND_AUTO, threads);
     nwattn_context *fast = bench_context(NWATTN_BACKEND_AUTO, threads);
     if (direct == NULL || fast == NULL ||
         nwattn_context_set_nw_method(direct, NWATTN_NW_METHOD_DIRECT) != NWATTN_OK ||
         nwattn_context_set_nw_method(fast, NWATTN_NW_METHOD_FASTSUM) != NWATTN_OK)
         return 1;
-    double cv_time[8][2][2] = {{{0}}}, sel_time[8][2][2] = {{{0}}};
+    double cv_time[8][KERNELS][2] = {{{0}}}, sel_time[8][KERNELS][2] = {{{0}}};
     size_t level = 0;
     for (size_t n = 1000; n <= max_n; n *= 10, level++) {
         float *x = malloc(n * sizeof(float)), *y = malloc(n * sizeof(float)), h;
@@ -86,7 +88,7 @@ int main(int argc, char **argv) {
             nwattn_bandwidth_rule_of_thumb(fast, NWATTN_RULE_NORMAL_REFERENCE, n, 1, x, 1, &h) !=
                 NWATTN_OK)
             return 1;
-        for (size_t k = 0; k < 2; k++)
+        for (size_t k = 0; k < KERNELS; k++)
             for (int deg = 0; deg < 2; deg++) {
                 nwattn_regression model = {kernels[k], (nwattn_degree)deg, 0};
                 double cv_d = NAN, cv_f, g, t_d = NAN, t0;
@@ -120,7 +122,7 @@ int main(int argc, char **argv) {
         free(x), free(y);
     }
     for (size_t l = 2; l < level; l++)
-        for (size_t k = 0; k < 2; k++)
+        for (size_t k = 0; k < KERNELS; k++)
             for (int deg = 0; deg < 2; deg++)
                 printf("# ratio time(10^%zu)/time(10^%zu) %s %s: cv %.3g, select %.3g\n", l + 3,
                        l + 2, names[k], deg ? "ll" : "lc",

@@ -92,8 +92,8 @@ static void test_cv_random(void **state) {
     const float grid[] = {0.01f, 0.1f, 0.4f, 2.0f};
     check_cv(0, 3, 1, grid, 4, 1e-9);   /* the smallest n CV allows */
     check_cv(0, 50, 2, grid, 4, 1e-9);
-    check_cv(0, 700, 1, grid, 4, 1e-9); /* several blocks */
-    check_cv(1, 600, 1, grid, 4, 1e-8); /* clusters: gaps of 5 between clumps of 1e-3 */
+    check_cv(0, 600, 1, grid, 4, 1e-9); /* several blocks of 256 */
+    check_cv(1, 400, 1, grid, 4, 1e-8); /* clusters: gaps of 5 between clumps of 1e-3 */
     check_cv(2, 300, 1, grid, 4, 1e-9); /* ties */
 }
 
@@ -215,7 +215,7 @@ static void test_select_matches_reference(void **state) {
     (void)state;
     nwattn_rng rng;
     nwattn_rng_seed(&rng, 5);
-    const size_t n = 500;
+    const size_t n = 260; /* two blocks */
     float *x = nt_alloc(n * sizeof(float)), *y = nt_alloc(n * sizeof(float));
     make_data(0, n, &rng, x, y);
     nwattn_context *ref = nt_context(NWATTN_BACKEND_REFERENCE);

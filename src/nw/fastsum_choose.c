@@ -35,8 +35,8 @@ static int fastsum_cheaper(const nw_model *model, size_t n, size_t m, const floa
     const double direct = (double)m * window * v * NW_COST_DIRECT_POINT;
     double fastsum = (3.0 * dn + (double)m) * v * k1 * (k1 + 1.0) * NW_COST_FASTSUM_FLOP +
                      (double)m * log2(dn + 1.0);
-    if (model->kernel == NWATTN_KERNEL_GAUSSIAN) /* moments, and ~16 clusters of p <= 24 terms */
-        fastsum = (dn * 29.0 + (double)m * 16.0 * 24.0) * v * NW_COST_FASTSUM_FLOP;
+    if (model->kernel == NWATTN_KERNEL_GAUSSIAN) /* moments; ~16 clusters of 24 terms, 3 sums */
+        fastsum = (dn * 29.0 + (double)m * 16.0 * 24.0 * 3.0) * v * NW_COST_FASTSUM_FLOP;
     return fastsum < direct;
 }
 
