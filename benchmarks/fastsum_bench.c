@@ -12,7 +12,8 @@
  * default options). Single runs (one call each, after one warm-up call at n <= 10^5): on a
  * shared machine the times are noisy; ratios are taken within this one run. Prints the CPU,
  * whether it has AVX-512F/AVX2 (the direct rows' vector copy; the fast sums are scalar double)
- * and the peak resident memory. Nothing here asserts a time.
+ * and the peak resident memory. At n = 10^5 also the error of local constant predictions at
+ * 200 queries against the exact sums in long double. Nothing here asserts a time.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "bench.h"
@@ -38,6 +39,42 @@ static const char *simd_flags(void) {
     if (f != NULL)
         fclose(f);
     return out;
+}
+
+/* The exact local constant estimate at q in long double (the kernels' definitions). */
+static double exact_lc(nwattn_kernel kernel, size_t n, const float *x, const float *y, float h,
+                       float q) {
+    long double num = 0.0L, den = 0.0L, near = INFINITY;
+    for (size_t j = 0; j < n; j++)
+        near = fminl(near, fabsl(((long double)x[j] - q) / h));
+    for (size_t j = 0; j < n; j++) {
+        const long double r = fabsl(((long double)x[j] - q) / h);
+        long double k = kernel == NWATTN_KERNEL_GAUSSIAN ? expl(-(r - near) * (r + near) / 2)
+                                                         : expl(near - r);
+        if (kernel == NWATTN_KERNEL_MATERN32)
+            k *= 1.0L + r;
+        num += k * y[j];
+        den += k;
+    }
+    return (double)(num / den);
+}
+
+/* Largest |fast - exact| / max|y| of local constant predictions at 200 queries. */
+static double prediction_error(nwattn_context *fast, nwattn_kernel kernel, size_t n,
+                               const float *x, const float *y, float h) {
+    float xq[200], yq[200];
+    double ymax = 0.0, worst = 0.0;
+    for (size_t j = 0; j < n; j++)
+        ymax = fmax(ymax, fabs((double)y[j]));
+    for (size_t i = 0; i < 200; i++)
+        xq[i] = x[(i * 7919u) % n] + (float)(i % 3) * h * 0.37f;
+    nwattn_regression model = {kernel, NWATTN_LOCAL_CONSTANT, 0};
+    if (nwattn_nw_predict(fast, &model, &h, 200, n, 1, 1, xq, 1, x, 1, y, 1, yq, 1, NULL, 0,
+                          NULL, NULL) != NWATTN_OK)
+        return NAN;
+    for (size_t i = 0; i < 200; i++)
+        worst = fmax(worst, fabs((double)yq[i] - exact_lc(kernel, n, x, y, h, xq[i])) / ymax);
+    return worst;
 }
 
 static double peak_mib(void) {
@@ -119,6 +156,11 @@ int main(int argc, char **argv) {
                 printf("\n");
                 fflush(stdout);
             }
+        if (n == 100000)
+            for (size_t k = 0; k < KERNELS; k++)
+                printf("# n = %zu %s local constant predictions: max |fast - exact| / max|y| = "
+                       "%.2g (float output; Gaussian bound 2e-7)\n",
+                       n, names[k], prediction_error(fast, kernels[k], n, x, y, h));
         free(x), free(y);
     }
     for (size_t l = 2; l < level; l++)
