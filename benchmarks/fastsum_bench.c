@@ -2,13 +2,14 @@
  * fastsum_bench — 1-D kernel regression at n = 10^3 .. 10^7: the fast kernel sums
  * (NWATTN_NW_METHOD_FASTSUM) against the direct rows (NWATTN_NW_METHOD_DIRECT, main's path).
  *
- *   fastsum_bench [--max-n N] [--direct-max N] [--threads T] [--quick]
+ *   fastsum_bench [--max-n N] [--direct-max N] [--gauss-max N] [--threads T] [--quick]
  *
  * Data: the noisy sine (nwattn_dataset_generate, NWATTN_DATASET_SINE), h = its
  * normal-reference rule. For each n (powers of 10 up to --max-n, default 10^7), kernel
  * (LAPLACE, MATERN32, GAUSSIAN at the default bound 1e-7) and degree (local constant, linear): one CV evaluation with its
  * gradient (nwattn_nw_cv) by each method, the direct one only up to --direct-max (default
- * 10^5: it is quadratic), and the fast sums' bandwidth selection (nwattn_nw_select_bandwidth,
+ * 10^5: it is quadratic), the Gaussian only up to --gauss-max (default 10^6), and the fast
+ * sums' bandwidth selection (nwattn_nw_select_bandwidth,
  * default options). Single runs (one call each, after one warm-up call at n <= 10^5): on a
  * shared machine the times are noisy; ratios are taken within this one run. Prints the CPU,
  * whether it has AVX-512F/AVX2 (the direct rows' vector copy; the fast sums are scalar double)
@@ -84,18 +85,22 @@ static double peak_mib(void) {
 }
 
 int main(int argc, char **argv) {
-    size_t max_n = 10000000, direct_max = 100000, threads = 2;
+    size_t max_n = 10000000, direct_max = 100000, gauss_max = 1000000, threads = 2;
     for (int a = 1; a < argc; a++) {
         if (strcmp(argv[a], "--max-n") == 0 && a + 1 < argc)
             max_n = (size_t)strtod(argv[++a], NULL);
         else if (strcmp(argv[a], "--direct-max") == 0 && a + 1 < argc)
             direct_max = (size_t)strtod(argv[++a], NULL);
+        else if (strcmp(argv[a], "--gauss-max") == 0 && a + 1 < argc)
+            gauss_max = (size_t)strtod(argv[++a], NULL);
         else if (strcmp(argv[a], "--threads") == 0 && a + 1 < argc)
             threads = (size_t)strtoul(argv[++a], NULL, 10);
         else if (strcmp(argv[a], "--quick") == 0)
             max_n = 1000, direct_max = 1000;
         else {
-            fprintf(stderr, "usage: %s [--max-n N] [--direct-max N] [--threads T] [--quick]\n",
+            fprintf(stderr,
+                    "usage: %s [--max-n N] [--direct-max N] [--gauss-max N] [--threads T] "
+                    "[--quick]\n",
                     argv[0]);
             return 2;
         }
@@ -126,7 +131,8 @@ int main(int argc, char **argv) {
                 NWATTN_OK)
             return 1;
         for (size_t k = 0; k < KERNELS; k++)
-            for (int deg = 0; deg < 2; deg++) {
+            for (int deg = 0; deg < 2 && !(kernels[k] == NWATTN_KERNEL_GAUSSIAN && n > gauss_max);
+                 deg++) {
                 nwattn_regression model = {kernels[k], (nwattn_degree)deg, 0};
                 double cv_d = NAN, cv_f, g, t_d = NAN, t0;
                 if (n <= 100000) /* warm-up: page faults, thread start */
@@ -165,7 +171,7 @@ int main(int argc, char **argv) {
     }
     for (size_t l = 2; l < level; l++)
         for (size_t k = 0; k < KERNELS; k++)
-            for (int deg = 0; deg < 2; deg++)
+            for (int deg = 0; deg < 2 && cv_time[l][k][deg] > 0.0; deg++)
                 printf("# ratio time(10^%zu)/time(10^%zu) %s %s: cv %.3g, select %.3g\n", l + 3,
                        l + 2, names[k], deg ? "ll" : "lc",
                        cv_time[l][k][deg] / cv_time[l - 1][k][deg],
