@@ -362,6 +362,55 @@ static void test_gauss_bound(void **state) {
     assert_true(worst_seen > 1e-6); /* the expansion really truncates at eps = 1e-3 */
 }
 
+/* The same bound through nwattn_nw_cv, whose leave-one-out rows of dense clusters go through
+ * target expansions: each LOO estimate is within 2 · 3 eps · max|y| (nwattn.h), its residual
+ * within 2 max|y|, so |dCV| <= 12 eps ymax^2 · 2 + (6 eps ymax)^2. */
+static void test_gauss_cv_bound(void **state) {
+    (void)state;
+    const size_t n = 900; /* dense: clusters of h/2 hold >= 24 points at these bandwidths */
+    nwattn_rng rng;
+    nwattn_rng_seed(&rng, 404);
+    float *x = nt_alloc(n * sizeof(float)), *y = nt_alloc(n * sizeof(float));
+    make_data(0, n, &rng, x, y);
+    double ymax = 0.0;
+    for (size_t j = 0; j < n; j++)
+        ymax = fmax(ymax, fabs((double)y[j]));
+    const float grid[] = {0.2f, 0.6f, 3.0f};
+    nwattn_context *ref = nt_context(NWATTN_BACKEND_REFERENCE);
+    double seen = 0.0;
+    for (int degree = 0; degree < 2; degree++) {
+        nwattn_regression model = {NWATTN_KERNEL_GAUSSIAN, (nwattn_degree)degree, 0};
+        double want[3];
+        NT_ASSERT_OK(ref, nwattn_nw_cv(ref, &model, n, 1, 1, x, 1, y, 1, 3, grid, 1, want, NULL, 0,
+                                       NULL));
+        const double eps_list[] = {1e-3, 1e-6};
+        for (size_t e = 0; e < 2; e++) {
+            nwattn_context *fs = method_context(NWATTN_NW_METHOD_FASTSUM, 2);
+            NT_ASSERT_OK(fs, nwattn_context_set_nw_tolerance(fs, eps_list[e]));
+            double got[3];
+            NT_ASSERT_OK(fs, nwattn_nw_cv(fs, &model, n, 1, 1, x, 1, y, 1, 3, grid, 1, got, NULL,
+                                          0, NULL));
+            const double eps = eps_list[e];
+            for (size_t g = 0; g < 3; g++) {
+                /* local linear: the bound on the moments, not on the estimate; held to the
+                 * local constant's bound times 10 as a smoke check of the expansion */
+                const double bound = (24.0 * eps + 36.0 * eps * eps) * ymax * ymax *
+                                     (degree == 0 ? 1.0 : 10.0);
+                const double err = fabs(got[g] - want[g]);
+                if (!(err <= bound))
+                    fail_msg("cv bound deg %d eps %g h %g: |%.9g - %.9g| = %.3g > %.3g", degree,
+                             eps, (double)grid[g], got[g], want[g], err, bound);
+                if (e == 0 && degree == 0)
+                    seen = fmax(seen, err);
+            }
+            nwattn_context_destroy(fs);
+        }
+    }
+    assert_true(seen > 1e-9); /* the expansions really truncate at eps = 1e-3 */
+    nwattn_context_destroy(ref);
+    free(x), free(y);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_cv_random),
@@ -373,6 +422,7 @@ int main(void) {
         cmocka_unit_test(test_forcing),
         cmocka_unit_test(test_threads_same_bits),
         cmocka_unit_test(test_gauss_bound),
+        cmocka_unit_test(test_gauss_cv_bound),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

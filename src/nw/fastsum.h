@@ -76,6 +76,7 @@ void nw_fs_row_sums(const nw_model *model, size_t k1, const double *left, const 
 
 /* ---- The Gaussian (fastsum_gauss.c): a 1-D fast Gauss transform with a stated bound ------ */
 #define NW_FG_AMAX 4 /* powers of u summed: local linear's u^2 times the derivative's u^2 */
+#define NW_FG_PMAX 24 /* Taylor terms at most */
 
 typedef struct nw_fs_gauss {
     size_t n, v, clusters;
@@ -94,6 +95,23 @@ void nw_fg_prepare(nw_fs_gauss *g, double inv_h, double eps);
  * but skip (SIZE_MAX: none); j: the last point with x_j <= q (SIZE_MAX if none). */
 void nw_fg_moments(const nw_fs_gauss *g, double q, size_t j, size_t skip, size_t amax,
                    double *out);
+/* A dense cluster's target expansion, shared by the leave-one-out rows of its points. */
+typedef struct nw_fg_local {
+    size_t k;          /* the cluster (SIZE_MAX: none yet) */
+    double b, rho;     /* centre, radius in h */
+    double wmax;       /* largest |w| of the sources in reach */
+    double *N;         /* v × (NW_FG_PMAX + NW_FG_AMAX + 1) target moments */
+} nw_fg_local;
+#define NW_FG_LOCAL_DOUBLES(v) ((v) * (NW_FG_PMAX + NW_FG_AMAX + 1))
+/* Builds cluster k's target expansion; 0 when k is small or its order would be too high (then
+ * its rows take nw_fg_moments). */
+int nw_fg_target(const nw_fs_gauss *g, size_t k, nw_fg_local *loc);
+/* nw_fg_moments' out for training point j of loc's cluster, j left out. */
+void nw_fg_moments_local(const nw_fs_gauss *g, const nw_fg_local *loc, size_t j, size_t amax,
+                         double *out);
+/* Index of the cluster holding point j. */
+size_t nw_fg_cluster_of(const nw_fs_gauss *g, size_t j);
+
 /* Powers of u a model needs, and its nw_sums from nw_fg_moments' out. */
 size_t nw_fg_amax(const nw_model *model, int grad);
 void nw_fg_row_sums(const nw_model *model, size_t amax, const double *mom, nw_sums *s);

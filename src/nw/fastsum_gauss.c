@@ -2,8 +2,8 @@
  * (Yang, Duraiswami and Gumerov's Taylor form) over clusters of the sorted points, with a
  * direct walk where the expansion would not pay or not converge fast enough.
  *
- * Clusters: consecutive sorted points spanning at most h (in units of h, radius rho <= 1/2
- * about the centre a). With dx = (x_i - a)/h, dy = (q - a)/h and u = dx - dy,
+ * Clusters: consecutive sorted points spanning at most h/2 (in units of h, radius
+ * rho <= 1/4 about the centre a). With dx = (x_i - a)/h, dy = (q - a)/h and u = dx - dy,
  *   e^{-u^2/2} = e^{-dy^2/2} e^{-dx^2/2} sum_m (dx dy)^m / m!,
  * so a cluster's moments mu_s = sum_i c_i dx_i^s e^{-dx_i^2/2} (about its own centre: no
  * absolute origin) give every sum_i c_i u_i^a e^{-u_i^2/2} at any query in p·(a+1) flops.
@@ -15,14 +15,15 @@
  * with r the next cluster's edge, r >= 2). Hence for every moment a <= 4 (nwattn.h):
  *   |error| <= eps · max_i |c_i| · sum_i (1 + |u_i|)^a e^{-u_i^2/2}
  * (the binomial recombination (dx - dy)^a costs the (1 + |u|)^a). Everything is scaled by
- * e^{r_near^2/2}, the nearest point's inverse weight: nothing underflows at tiny h. */
+ * e^{r_near^2/2}, the nearest point's inverse weight: nothing underflows at tiny h.
+ * Leave-one-out rows of a dense cluster share one target expansion (below). */
 #include <math.h>
 #include <string.h>
 
 #include "fastsum.h"
 
-#define NW_FG_PMAX 24        /* Taylor terms at most */
-#define NW_FG_MOMENTS (NW_FG_PMAX + NW_FG_AMAX + 1)
+#define NW_FG_TERMS (NW_FG_PMAX + NW_FG_AMAX + 1) /* target moments N_s, s < TERMS */
+#define NW_FG_MOMENTS (NW_FG_PMAX + NW_FG_TERMS)      /* source moments: M2L needs k + s */
 #define NW_FG_MIN_POINTS 24  /* smaller clusters are always summed directly */
 /* Cluster width in h (radius rho <= width / 2): at 1/2, z = rho |dy| <= 2.3 within the
  * e^-(17 + ln n) reach, where 24 terms give 1e-12. */
@@ -166,7 +167,7 @@ static int add_expanded(const walk *w, size_t k) {
 }
 
 /* Index of the cluster holding point j. */
-static size_t cluster_of(const nw_fs_gauss *g, size_t j) {
+size_t nw_fg_cluster_of(const nw_fs_gauss *g, size_t j) {
     size_t lo = 0, hi = g->clusters; /* last k with start[k] <= j */
     while (hi - lo > 1) {
         size_t mid = lo + (hi - lo) / 2;
@@ -201,7 +202,7 @@ void nw_fg_moments(const nw_fs_gauss *g, double q, size_t j, size_t skip, size_t
     size_t right_from = 0; /* first point the right side sums */
     if (j != SIZE_MAX) {
         right_from = j + 1;
-        for (size_t k = cluster_of(g, j);; k--) {
+        for (size_t k = nw_fg_cluster_of(g, j);; k--) {
             const size_t s = g->start[k], last = g->start[k + 1] - 1 < j ? g->start[k + 1] - 1 : j;
             if (negligible(&w, (q - g->x[last]) * g->inv_h, last + 1))
                 break;
@@ -223,7 +224,7 @@ void nw_fg_moments(const nw_fs_gauss *g, double q, size_t j, size_t skip, size_t
 right:
     if (right_from >= n)
         return;
-    for (size_t k = cluster_of(g, right_from); k < g->clusters; k++) {
+    for (size_t k = nw_fg_cluster_of(g, right_from); k < g->clusters; k++) {
         const size_t s = g->start[k] > right_from ? g->start[k] : right_from;
         const size_t e = g->start[k + 1];
         if (negligible(&w, (g->x[s] - q) * g->inv_h, n - s))
@@ -236,5 +237,142 @@ right:
             if (negligible(&w, (g->x[i] - q) * g->inv_h, n - i - 1))
                 return;
         }
+    }
+}
+
+/* ---- Target expansions (dense clusters of queries: the CV rows) ----------------------------
+ * For the queries q = b + h t of a cluster T (centre b, |t| <= rho_T) and w = (x_i - b)/h,
+ * e^{-u^2/2} = e^{-t^2/2} e^{-w^2/2} e^{w t}: one set of target moments
+ * N_s = sum_i c_i w_i^s e^{-w_i^2/2} over the sources in reach serves every query of T (Taylor
+ * in w t, the same remainder as above with z = rho_T max|w|). A source cluster S (centre a,
+ * D = (a - b)/h, w = D + dx) adds e^{-D^2/2} sum_j binom(s, j) D^{s-j} sum_k (-D)^k/k! mu_{k+j}
+ * (Taylor in D dx); small clusters add their points exactly. Both truncations are held to
+ * eps / 400: recombining the moments with t^m / m! can amplify a relative error by at most
+ * e^{2 |w t| + t^2/2} < 200 within reach. */
+
+/* Adds source cluster k to N (v × NW_FG_TERMS) about centre b; 0 if its order is too high. */
+static int m2l(const nw_fs_gauss *g, size_t k, double b, double eps, double *N) {
+    const size_t s0 = g->start[k], e = g->start[k + 1], v = g->v;
+    const double a = 0.5 * (g->x[s0] + g->x[e - 1]);
+    const double rho = 0.5 * (g->x[e - 1] - g->x[s0]) * g->inv_h, D = (a - b) * g->inv_h;
+    const size_t p = order_for(rho * fabs(D), eps);
+    if (p == 0)
+        return 0;
+    double coef[NW_FG_PMAX], pw[NW_FG_TERMS];
+    coef[0] = 1.0;
+    for (size_t m = 1; m < p; m++)
+        coef[m] = coef[m - 1] * -D / (double)m;
+    pw[0] = 1.0;
+    for (size_t m = 1; m < NW_FG_TERMS; m++)
+        pw[m] = pw[m - 1] * D;
+    const double scale = exp(-0.5 * D * D);
+    const double *mu = g->mu + g->offset[k] * v * NW_FG_MOMENTS;
+    for (size_t a2 = 0; a2 < v; a2++, mu += NW_FG_MOMENTS, N += NW_FG_TERMS) {
+        double E[NW_FG_TERMS]; /* E_j = sum_k (-D)^k/k! mu_{k+j} */
+        for (size_t j = 0; j < NW_FG_TERMS; j++) {
+            double sum = 0.0;
+            for (size_t m = p; m-- > 0;)
+                sum += coef[m] * mu[m + j];
+            E[j] = sum;
+        }
+        for (size_t s = 0; s < NW_FG_TERMS; s++) { /* (D + dx)^s by the binomial */
+            double sum = 0.0, binom = 1.0;
+            for (size_t j = 0; j <= s; j++) {
+                sum += binom * pw[s - j] * E[j];
+                binom = binom * (double)(s - j) / (double)(j + 1);
+            }
+            N[s] += scale * sum;
+        }
+    }
+    return 1;
+}
+
+static void add_source_point(const nw_fs_gauss *g, size_t i, double b, double *N) {
+    const double w = (g->x[i] - b) * g->inv_h;
+    double t = exp(-0.5 * w * w);
+    double pw[NW_FG_TERMS];
+    for (size_t s = 0; s < NW_FG_TERMS; s++, t *= w)
+        pw[s] = t;
+    for (size_t a = 0; a < g->v; a++) {
+        const double c = g->c[a * g->n + i];
+        for (size_t s = 0; s < NW_FG_TERMS; s++)
+            N[a * NW_FG_TERMS + s] += c * pw[s];
+    }
+}
+
+int nw_fg_target(const nw_fs_gauss *g, size_t k, nw_fg_local *loc) {
+    const size_t n = g->n, v = g->v, s = g->start[k], e = g->start[k + 1];
+    if (g->offset[k] == SIZE_MAX)
+        return 0; /* small: its queries walk */
+    const double b = 0.5 * (g->x[s] + g->x[e - 1]), lo = g->x[s], hi = g->x[e - 1];
+    const double eps = g->eps / 400.0;
+    double *N = loc->N;
+    memset(N, 0, v * NW_FG_TERMS * sizeof(double));
+    loc->k = k;
+    loc->b = b;
+    loc->rho = 0.5 * (hi - lo) * g->inv_h;
+    loc->wmax = 0.0;
+    /* the sources in reach on each side: stop where the rest could add eps/2 of the weight of
+     * any query's nearest point (r_near <= the cluster width) */
+    walk w = {g, b, NW_FG_WIDTH, NW_FG_WIDTH * NW_FG_WIDTH, SIZE_MAX, 0, NULL};
+    for (size_t j = k + 1; j-- > 0;) {
+        const size_t js = g->start[j], je = g->start[j + 1];
+        const double edge = fmax(0.0, (lo - g->x[je - 1]) * g->inv_h);
+        if (j != k && negligible(&w, edge, je))
+            break;
+        loc->wmax = fmax(loc->wmax, (b - g->x[js]) * g->inv_h);
+        if (g->offset[j] != SIZE_MAX && m2l(g, j, b, eps, N))
+            continue;
+        for (size_t i = js; i < je; i++)
+            add_source_point(g, i, b, N);
+    }
+    for (size_t j = k + 1; j < g->clusters; j++) {
+        const size_t js = g->start[j], je = g->start[j + 1];
+        if (negligible(&w, (g->x[js] - hi) * g->inv_h, n - js))
+            break;
+        loc->wmax = fmax(loc->wmax, (g->x[je - 1] - b) * g->inv_h);
+        if (g->offset[j] != SIZE_MAX && m2l(g, j, b, eps, N))
+            continue;
+        for (size_t i = js; i < je; i++)
+            add_source_point(g, i, b, N);
+    }
+    return order_for(loc->rho * loc->wmax, eps) != 0;
+}
+
+void nw_fg_moments_local(const nw_fs_gauss *g, const nw_fg_local *loc, size_t j, size_t amax,
+                         double *out) {
+    const size_t n = g->n, v = g->v, A = amax + 1;
+    const double q = g->x[j], t = (q - loc->b) * g->inv_h;
+    /* the nearest other point, for the common scale e^{r_near^2/2} */
+    double near = INFINITY;
+    if (j > 0)
+        near = fmin(near, (q - g->x[j - 1]) * g->inv_h);
+    if (j + 1 < n)
+        near = fmin(near, (g->x[j + 1] - q) * g->inv_h);
+    const size_t p = order_for(fabs(t) * loc->wmax, g->eps / 400.0);
+    double coef[NW_FG_PMAX];
+    coef[0] = 1.0;
+    for (size_t m = 1; m < p; m++)
+        coef[m] = coef[m - 1] * t / (double)m;
+    const double scale = exp(0.5 * (near - t) * (near + t));
+    for (size_t a = 0; a < v; a++) {
+        const double *N = loc->N + a * NW_FG_TERMS;
+        double T[NW_FG_AMAX + 1];
+        for (size_t b = 0; b < A; b++) {
+            double sum = 0.0;
+            for (size_t m = p; m-- > 0;)
+                sum += coef[m] * N[m + b];
+            T[b] = sum;
+        }
+        for (size_t i = 0; i < A; i++) { /* (w - t)^i = sum_b binom(i, b) (-t)^{i-b} w^b */
+            double sum = 0.0, binom = 1.0, pw = 1.0;
+            for (size_t b = i + 1; b-- > 0;) {
+                sum += binom * pw * T[b];
+                binom = binom * (double)b / (double)(i - b + 1);
+                pw *= -t;
+            }
+            out[a * A + i] = scale * sum;
+        }
+        out[a * A] -= g->c[a * n + j] * exp(0.5 * near * near); /* leave j out */
     }
 }

@@ -9,7 +9,7 @@ static size_t align8(size_t bytes) { return (bytes + 7) / 8 * 8; }
 
 /* Doubles of a worker's row moments: both sides (Laplace family) or one array (Gaussian). */
 static size_t row_doubles(size_t v, size_t k1) {
-    return v * (2 * k1 > NW_FG_AMAX + 1 ? 2 * k1 : NW_FG_AMAX + 1);
+    return v * (2 * k1 > NW_FG_AMAX + 1 ? 2 * k1 : NW_FG_AMAX + 1) + NW_FG_LOCAL_DOUBLES(v);
 }
 
 size_t nw_fs_plan_bytes(const nw_model *model, size_t n, size_t threads) {
@@ -93,8 +93,9 @@ static void cv_block(void *arg, size_t b, size_t worker) {
     }
 }
 
-/* The Gaussian: one unit of NW_UNIT_ROWS leave-one-out rows. */
-static void cv_gauss_unit(void *arg, size_t unit, size_t worker) {
+/* The Gaussian: a block of NW_FS_BLOCK leave-one-out rows (whole units). Consecutive rows of
+ * one dense cluster share its target expansion; the others walk the clusters. */
+static void cv_gauss_block(void *arg, size_t blk_index, size_t worker) {
     const cv_job *job = arg;
     nw_plan *plan = job->plan;
     const nw_model *model = &plan->model;
@@ -104,19 +105,26 @@ static void cv_gauss_unit(void *arg, size_t unit, size_t worker) {
     nw_fs_block blk;
     double *mom, *unused;
     worker_scratch(plan, worker, &blk, &mom, &unused);
-    double *out = plan->partial + unit * (3 + d);
-    memset(out, 0, (3 + d) * sizeof(double));
-    const size_t end = (unit + 1) * NW_UNIT_ROWS < n ? (unit + 1) * NW_UNIT_ROWS : n;
-    for (size_t j = unit * NW_UNIT_ROWS; j < end; j++) {
+    nw_fg_local loc = {SIZE_MAX, 0.0, 0.0, 0.0, mom + g->v * (NW_FG_AMAX + 1)};
+    int local = 0;
+    const size_t s0 = blk_index * NW_FS_BLOCK, e0 = s0 + NW_FS_BLOCK < n ? s0 + NW_FS_BLOCK : n;
+    for (size_t u = s0 / NW_UNIT_ROWS; u < nw_units(e0); u++)
+        memset(plan->partial + u * (3 + d), 0, (3 + d) * sizeof(double));
+    for (size_t j = s0; j < e0; j++) {
         nw_sums s;
         nw_sums_init(&s, wk->sums_mem, model, job->want_grad);
-        /* the position of x_j: its last duplicate */
-        nw_fg_moments(g, g->x[j], nw_fs_locate(&plan->fastsum->fs, g->x[j]), j, amax, mom);
+        const size_t k = nw_fg_cluster_of(g, j);
+        if (k != loc.k)
+            local = nw_fg_target(g, k, &loc), loc.k = k;
+        if (local)
+            nw_fg_moments_local(g, &loc, j, amax, mom);
+        else /* the position of x_j: its last duplicate */
+            nw_fg_moments(g, g->x[j], nw_fs_locate(&plan->fastsum->fs, g->x[j]), j, amax, mom);
         nw_fg_row_sums(model, amax, mom, &s);
         unsigned flags = nw_finish_row(model, &s, 1, wk->work, wk->yhat,
                                        job->want_grad ? wk->dyhat : NULL, NULL);
         nw_cv_add_row(model, flags, wk->yhat, wk->dyhat, plan->train.y + j, n, job->want_grad,
-                      out);
+                      plan->partial + j / NW_UNIT_ROWS * (3 + d));
     }
 }
 
@@ -125,7 +133,7 @@ void nw_fs_cv_units(nw_plan *plan, int want_grad) {
     if (plan->fastsum->gauss) {
         nw_fg_prepare(&plan->fastsum->g, plan->inv_h[0], plan->fastsum->eps);
         cv_job job = {plan, want_grad};
-        nw_parallel_for(plan->team, plan->threads, nw_units(plan->n), cv_gauss_unit, &job);
+        nw_parallel_for(plan->team, plan->threads, fs->blocks, cv_gauss_block, &job);
         return;
     }
     nw_fs_prepare(fs, plan->inv_h[0], plan->team, plan->threads);
