@@ -6,11 +6,11 @@
  *
  * Data: the noisy sine (nwattn_dataset_generate, NWATTN_DATASET_SINE), h = its
  * normal-reference rule. For each n (powers of 10 up to --max-n, default 10^7), kernel
- * (LAPLACE, MATERN32, GAUSSIAN at the default bound 1e-7) and degree (local constant, linear): one CV evaluation with its
- * gradient (nwattn_nw_cv) by each method, the direct one only up to --direct-max (default
- * 10^5: it is quadratic), the Gaussian only up to --gauss-max (default 10^6), and the fast
- * sums' bandwidth selection (nwattn_nw_select_bandwidth,
- * default options). Single runs (one call each, after one warm-up call at n <= 10^5): on a
+ * (LAPLACE, MATERN32, GAUSSIAN at the default bound 1e-7) and degree (local constant,
+ * linear): one CV evaluation with its gradient (nwattn_nw_cv) by each method, the direct one
+ * only up to --direct-max (default 10^5: it is quadratic), the Gaussian only up to
+ * --gauss-max (default 10^6), and the fast sums' bandwidth selection
+ * (nwattn_nw_select_bandwidth, default options). Single runs (one call each, after one warm-up call at n <= 10^5): on a
  * shared machine the times are noisy; ratios are taken within this one run. Prints the CPU,
  * whether it has AVX-512F/AVX2 (the direct rows' vector copy; the fast sums are scalar double)
  * and the peak resident memory. At n = 10^5 also the error of local constant predictions at
