@@ -89,3 +89,18 @@ install(CODE [[
   endif()
   file(INSTALL DESTINATION "${_nwattn_pc_dir}" TYPE FILE FILES "${_nwattn_pc_staged}")
 ]] COMPONENT Development)
+
+# ---- libnwattn_mpi's nwattn-mpi.pc (mpi/CMakeLists.txt), the same way ----------------------
+if(NWATTN_MPI_BUILT)
+  install(CODE "
+    set(_nwattn_mpi_pc_template [[${NWATTN_MPI_PC_TEMPLATE}]])
+    set(_nwattn_mpi_pc_staged [[${PROJECT_BINARY_DIR}/pkgconfig/nwattn-mpi.pc]])
+    set(NWATTN_MPI_PC_REQUIRES [[${NWATTN_MPI_PC_REQUIRES}]])
+    set(NWATTN_MPI_PC_CFLAGS [[${NWATTN_MPI_PC_CFLAGS}]])
+    set(NWATTN_MPI_PC_LIBS [[${NWATTN_MPI_PC_LIBS}]])
+  " COMPONENT Development)
+  install(CODE [[
+    configure_file("${_nwattn_mpi_pc_template}" "${_nwattn_mpi_pc_staged}" @ONLY)
+    file(INSTALL DESTINATION "${_nwattn_pc_dir}" TYPE FILE FILES "${_nwattn_mpi_pc_staged}")
+  ]] COMPONENT Development)
+endif()

@@ -25,7 +25,7 @@ except SystemExit as exit_:
         raise
 expected = ["d2l_average_pooling.png", "d2l_nonparametric.png", "d2l_trained.png",
             "d2l_nonparametric_heatmap.png", "d2l_trained_heatmap.png", "d2l_training_loss.png",
-            "seed1_bandwidths.png"]
+            "seed1_bandwidths.png", "seed1_inference.png", "seed1_density.png"]
 absent = [name for name in expected if not (out / name).is_file() or (out / name).stat().st_size == 0]
 if absent:
     sys.exit(f"FAIL: the demo did not write {', '.join(absent)} to {out}")

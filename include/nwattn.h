@@ -233,6 +233,80 @@ NWATTN_API nwattn_status nwattn_pool(nwattn_context *ctx, const nwattn_score *sc
                                      float *weights, size_t ldw, size_t stride_w,
                                      float *lse, size_t stride_lse);
 
+/* ---- Gradients of the pooling ------------------------------------------------------------ */
+/* Backpropagation through nwattn_pool: from the forward's inputs, what it wrote (O and lse)
+ * and dO = dL/dO, the gradients of L with respect to Q, K, V and the score's parameter:
+ *   D_i = dO_i . O_i,  dP = dO V^T,  dS = P o (dP - D),  dV = P^T dO,
+ *   dQ, dK, d(parameter) = dS through the score's own chain rule:
+ *     DOT      dQ = a dS K, dK = a dS^T Q, d_scale = sum dS o (Q K^T)
+ *     COSINE   through q/|q| and k/|k| (a zero row has gradient 0), d_scale = sum dS o cos
+ *     GAUSSIAN dQ_i = sum_j dS_ij (k_j - q_i) / h^2 (per dimension: / h_l^2), dK likewise,
+ *              d_bandwidth = sum dS_ij |q_i - k_j|^2 / h^3 (per dimension: d_bandwidths)
+ *     LAPLACE  the same with dS_ij divided by the scaled distance; at q = k the subgradient 0.
+ * P is the forward's weights. Masked pairs contribute nothing: a key masked for every query
+ * gets exactly zero dK and dV, a fully masked row (lse -INFINITY) exactly zero dQ (dO finite).
+ * A live NaN (the forward's NaN rows) makes the row's gradient and those of its live keys NaN.
+ * Broadcast inputs (stride 0) get one gradient per item: sum them for the shared matrix. The
+ * parameter gradient is one number (or d) for the whole batch, summed in double.
+ *
+ * The shape of the call: its first seventeen arguments are nwattn_pool's own, unchanged, so a
+ * binding passes the forward's inputs as they were; what the forward wrote plus dO
+ * (nwattn_pool_upstream) and what this call writes (nwattn_pool_grads) are two plain structs
+ * of pointer + leading dimension + stride fields, like nwattn_mask and nwattn_pool_state:
+ * ctypes and Julia mirror each with one struct, no field is a union or a callback, and a NULL
+ * parameter-gradient field means "not asked for". A flat list would have 35 positional
+ * arguments where nothing says which ld belongs to which matrix.
+ *
+ * Backends. REFERENCE: the definition in double (scores, weights and sums recomputed from Q,
+ * K, V; o and lse are checked but not read): the float rounding of the exact gradient, up to
+ * a few ulp of the largest term of each sum. Every other backend: FlashAttention-2's
+ * backward. P is rebuilt tile by tile from lse and the forward's scores (the same descriptor
+ * code), D from O, and the tile products go through cblas_sgemm: dK and dV by blocks of
+ * keys, dQ by blocks of queries (S and dP are formed for each: seven products per tile pair
+ * instead of five, so that no two units write the same row), so the context's threads are used
+ * even when batch is 1; each unit's sums run in a fixed order and the parameter gradient adds
+ * the units' shares in unit order: the same bits for any thread count.
+ * Working memory: a few 64×64 tiles per worker and a few doubles per unit, whatever m and n.
+ * Accuracy: each weight carries a relative error of about (|lse_i| + |x_ij| + 4)·2^-24 from
+ * the float lse and exponential, the products float32 GEMM rounding (tested against REFERENCE
+ * to 2e-4 of each gradient's largest entry: docs/numerics.md "Gradients"). A call whose Q or K holds NaN or Inf, or whose lse holds NaN,
+ * +INFINITY or a finite value beyond ±1024 (where a float lse no longer pins P down) runs the
+ * reference under every backend.
+ * All outputs are required except the parameter gradient: set the one field of grads that
+ * matches the score (d_scale for DOT and COSINE, d_bandwidth for a scalar bandwidth,
+ * d_bandwidths for per-dimension ones; another field set is NWATTN_ERR_BAD_PARAMETER).
+ * m == 0 or n == 0 write zero gradients. Outputs must overlap no input or each other. */
+typedef struct nwattn_pool_upstream {
+    const float *o; /* the forward's output, m×dv per item */
+    size_t ldo, stride_o;
+    const float *lse; /* the forward's log-sum-exp, lse[b·stride_lse + i] */
+    size_t stride_lse;
+    const float *d_o; /* dL/dO, m×dv per item */
+    size_t ld_do, stride_do;
+} nwattn_pool_upstream;
+
+typedef struct nwattn_pool_grads {
+    float *d_q; /* m×d per item */
+    size_t ld_dq, stride_dq;
+    float *d_k; /* n×d per item */
+    size_t ld_dk, stride_dk;
+    float *d_v; /* n×dv per item */
+    size_t ld_dv, stride_dv;
+    float *d_scale;      /* NULL or 1 float: DOT and COSINE */
+    float *d_bandwidth;  /* NULL or 1 float: GAUSSIAN and LAPLACE with score.bandwidths NULL */
+    float *d_bandwidths; /* NULL or d floats: GAUSSIAN and LAPLACE with score.bandwidths */
+} nwattn_pool_grads;
+
+NWATTN_API nwattn_status nwattn_pool_backward(nwattn_context *ctx, const nwattn_score *score,
+                                              const nwattn_mask *mask,
+                                              size_t batch, size_t m, size_t n, size_t d,
+                                              size_t dv,
+                                              const float *q, size_t ldq, size_t stride_q,
+                                              const float *k, size_t ldk, size_t stride_k,
+                                              const float *v, size_t ldv, size_t stride_v,
+                                              const nwattn_pool_upstream *upstream,
+                                              const nwattn_pool_grads *grads);
+
 /* Average pooling, the baseline: every unmasked key gets the same weight, so each row of O_b is
  * the mean of the V_b rows its mask keeps (all of them without a mask). Additive mask values
  * act on a zero score, so they reweight keys. Fully masked rows give zeros. */
@@ -405,6 +479,50 @@ NWATTN_API nwattn_status nwattn_attention(nwattn_context *ctx,
                                           float *y, size_t ldy, size_t stride_y,
                                           float *weights, size_t ldw, size_t stride_w);
 
+/* The gradients of an attention layer, the outputs of nwattn_attention_backward. Every field
+ * is optional: NULL is "not needed" (data inputs usually have no gradient). The weight and
+ * bias gradients are dense with the layout of nwattn_attention_params' fields (nn.Linear's)
+ * and summed over the batch; db_* may be set where the layer has no bias (the gradient of a
+ * zero bias); dw_o and db_o need w_o. d_score: the score's parameter, summed over heads and
+ * batch: 1 float (the scale, also for the default score: a learnable temperature; or the one
+ * bandwidth), or d_qk/heads with per-dimension bandwidths. For self-attention (one X passed
+ * three times) dL/dX = dx_q + dx_k + dx_v. */
+typedef struct nwattn_attention_grads {
+    float *dx_q; /* t_q × d_q_in per item */
+    size_t ld_dx_q, stride_dx_q;
+    float *dx_k; /* t_kv × d_k_in per item */
+    size_t ld_dx_k, stride_dx_k;
+    float *dx_v; /* t_kv × d_v_in per item */
+    size_t ld_dx_v, stride_dx_v;
+    float *dw_q, *dw_k, *dw_v, *dw_o; /* d_qk × d_q_in, d_qk × d_k_in, d_v × d_v_in, d_out × d_v */
+    float *db_q, *db_k, *db_v, *db_o; /* d_qk, d_qk, d_v, d_out */
+    float *d_score;
+} nwattn_attention_grads;
+
+/* Backpropagation through nwattn_attention: from the same inputs (its first sixteen arguments
+ * unchanged) and dY = dL/dY (t_q × d_out per item, d_v without w_o), the gradients asked for
+ * in grads. It runs the forward again (projections and pooling with lse, in working memory)
+ * and then, in order: dW_o = sum_b dY^T C, db_o = sum dY, dC = dY W_o; per head
+ * nwattn_pool_backward's computation (same paths, accuracy and threads); dW_x = sum_b dX'^T
+ * X, db_x = column sums, dX = dX' W_x for x = q, k, v (X' the projection). REFERENCE runs every
+ * product in double; the others through cblas_sgemm (the projections' products on the BLAS's
+ * own threads, as the forward's). Working memory: the projections, the concatenated heads and
+ * their gradients (2·(t_q·(d_qk + d_v) + t_kv·(d_qk + d_v)) floats per item) plus the
+ * pooling's. Outputs must overlap no input and each other. */
+NWATTN_API nwattn_status nwattn_attention_backward(nwattn_context *ctx,
+                                                   const nwattn_attention_params *params,
+                                                   const nwattn_score *score,
+                                                   const nwattn_mask *mask,
+                                                   size_t batch, size_t t_q, size_t t_kv,
+                                                   const float *x_q, size_t ldx_q,
+                                                   size_t stride_x_q,
+                                                   const float *x_k, size_t ldx_k,
+                                                   size_t stride_x_k,
+                                                   const float *x_v, size_t ldx_v,
+                                                   size_t stride_x_v,
+                                                   const float *dy, size_t ldy, size_t stride_dy,
+                                                   const nwattn_attention_grads *grads);
+
 /* ============================================================================================ */
 /* ---- Nadaraya-Watson regression ------------------------------------------------------------ */
 /*
@@ -446,10 +564,12 @@ NWATTN_API nwattn_status nwattn_attention(nwattn_context *ctx,
  * is ever silently 0 or accidentally NaN:
  * - NWATTN_ROW_EMPTY: a compact kernel and no training point with K > 0. The row gets what the
  *   model's `empty` field says (nwattn_empty). Rows of the non-compact kernels are never empty.
- * - NWATTN_ROW_SINGULAR: local linear only. The weighted moment matrix, in coordinates divided
- *   by h, has a reciprocal condition number (LAPACK dpocon, 1-norm) below 1e-7: the row falls
- *   back to the local constant estimate with the same weights. An empty row is flagged EMPTY
- *   only.
+ * - NWATTN_ROW_SINGULAR: local linear only. The weighted moment matrix M, equilibrated to
+ *   D M D with D = diag(M)^(-1/2) (so that the test does not depend on h or on the units of x),
+ *   has a reciprocal condition number (LAPACK dpocon, 1-norm) below 1e-7: the row falls back to
+ *   the local constant estimate with the same weights. As h grows the fit tends to the global
+ *   (weighted) least-squares plane, which is never flagged unless the x themselves are
+ *   collinear. An empty row is flagged EMPTY only.
  *
  * Methods (nwattn_nw_method, from the context): with d == 1 the rows of the non-compact
  * kernels can come from fast 1-D kernel sums instead (FASTSUM, chosen by AUTO by predicted
@@ -569,6 +689,25 @@ NWATTN_API nwattn_status nwattn_nw_predict(nwattn_context *ctx, const nwattn_reg
                                            float *weights, size_t ldw,
                                            unsigned char *row_flags, size_t *n_flagged);
 
+/* Learning the bandwidths: d_bandwidths (d floats) = dL/dh_k for a loss L whose gradient with
+ * respect to nwattn_nw_predict's yq is dyq (m×dv, lddyq), with the same model, bandwidths and
+ * data: sum_i sum_c dyq_ic · d yq_ic / dh_k, from the analytic derivative of each row's estimate
+ * (nwattn_nw_cv's: local constant and local linear, every kernel; the uniform kernel's estimate
+ * is piecewise constant in h and its gradient is 0, an empty row's policy estimate contributes
+ * nothing). Backends as nwattn_nw_predict's row engines: REFERENCE in double over all points;
+ * the others the fast path (float weights, double sums, the context's threads, the same bits
+ * for any thread count). d2l's learnable-w model is the Gaussian case with h = 1/|w|:
+ * dL/dw = -sign(w) dL/dh / w^2. dyq must be finite. */
+NWATTN_API nwattn_status nwattn_nw_predict_backward(nwattn_context *ctx,
+                                                    const nwattn_regression *model,
+                                                    const float *bandwidths,
+                                                    size_t m, size_t n, size_t d, size_t dv,
+                                                    const float *xq, size_t ldq,
+                                                    const float *x, size_t ldx,
+                                                    const float *y, size_t ldy,
+                                                    const float *dyq, size_t lddyq,
+                                                    float *d_bandwidths);
+
 /* ---- Bandwidth selection ------------------------------------------------------------------ */
 /*
  * The leave-one-out cross-validation score of bandwidths h (d of them):
@@ -653,10 +792,14 @@ typedef struct nwattn_cv_report {
  *      is 0, uses golden-section search instead.
  *    d > 1: quasi-Newton (BFGS) on log h_1 .. log h_d from s* · start, with the analytic
  *      gradient and a backtracking line search, until no log h_k moves by more than
- *      `tolerance`: one bandwidth per dimension.
- * If s* is an end of the grid, report->at_grid_edge says which and the answer stays there (the
- * minimum may lie outside: widen the grid; +1 often means y does not depend on x and CV prefers
- * average pooling). Ties on the grid go to the larger bandwidth.
+ *      `tolerance`: one bandwidth per dimension. The search is not confined to the grid's
+ *      range: h_k may leave [scale_min, scale_max] · start_k (an h_k far above it says that y
+ *      hardly depends on x_k, as statsmodels' huge bandwidths do). It stays within
+ *      start_k · [1e-12, 1e12], where float32 weights no longer change with h.
+ * If s* is an end of the grid, report->at_grid_edge says which. With d == 1 the answer then
+ * stays there (the minimum may lie outside: widen the grid; +1 often means y does not depend
+ * on x and CV prefers average pooling); with d > 1 it only says where BFGS started.
+ * Ties on the grid go to the larger bandwidth.
  * Outputs: bandwidths (d floats, always finite and > 0), report (optional), and the grid's CV
  * curve (optional): curve_scales and curve_cv of options' grid_points entries each. */
 NWATTN_API nwattn_status nwattn_nw_select_bandwidth(nwattn_context *ctx,
@@ -669,6 +812,189 @@ NWATTN_API nwattn_status nwattn_nw_select_bandwidth(nwattn_context *ctx,
                                                     nwattn_cv_report *report,
                                                     float *curve_scales, double *curve_cv);
 
+/* ---- Inference: observation weights, standard errors, derivatives, summaries, bands ------ */
+/*
+ * The functions of this part treat one response (y: n floats) and work in double on every
+ * backend, one query row after another on the calling thread, O(n) per query row (O(n^2) for
+ * the training-set summaries): the statistics of the fit, not its fast path. The fit itself is
+ * nwattn_nw_predict's reference path (same kernels, degrees, singular test and fallback);
+ * model->empty is checked but unused: a row without weight (a compact kernel) is NaN.
+ *
+ * Observation weights (obs_weights: n finite values >= 0, NULL: all 1; survey, importance or
+ * frequency weights) multiply each training point's kernel weight: local constant
+ * yhat(q) = sum_j w_j K_j y_j / sum_j w_j K_j, local linear minimises sum_j w_j K_j |.|^2. They
+ * are frequency weights: an integer weight c gives the results of c repeated rows, in every
+ * output below (fit, slopes, leave-one-out CV, R^2, degrees of freedom, variances; not the
+ * bootstrap's draws). Leave-one-out removes one unit of weight, min(1, w_i), of point i: scale
+ * weights so that all are <= 1 to leave whole observations out (the fit does not depend on the
+ * weights' scale). A point of weight 0 is ignored.
+ *
+ * Every result is linear in y: yhat(q) = sum_j l_j(q) y_j with the smoother weights l_j(q)
+ * (nwattn_nw_predict's weights output, times w_j), and each derivative too. Hence:
+ * - Derivatives (deriv: m×d, d yhat / d q_k):
+ *     local linear: the fitted slope b_k (statsmodels KernelReg's marginal effects);
+ *     local constant: the derivative of the ratio, sum_j w_j dK_j/dq_k (y_j - yhat) / sum_j w_j K_j
+ *     (0 for the uniform kernel; the Laplace kernel's kink at t = 0 counts as slope 0).
+ * - Variances (se: standard errors sqrt(Var yhat(q)), and deriv_se of the derivatives), with
+ *   the training fit's residuals r_j = y_j - yhat(x_j) and leverages L_jj:
+ *     NWATTN_VARIANCE_HOMOSCEDASTIC:   Var = sigma2 · sum_j l_j^2 / w_j,
+ *       sigma2 = sum_j w_j r_j^2 / (sum_j w_j - 2 tr L + sum_ij w_i l_ij^2 / w_j)
+ *       (with unit weights RSS / (n - 2 tr L + tr L'L): Wasserman, All of Nonparametric
+ *       Statistics, 5.86);
+ *     NWATTN_VARIANCE_HETEROSCEDASTIC: Var = sum_j (l_j^2 / w_j) r_j^2 / (1 - 2 L_jj / w_j +
+ *       sum_k l_jk^2 / w_k)  (each r_j^2 corrected to be unbiased for its variance under
+ *       homoscedasticity; HC2-like).
+ *   These are the variances of yhat around its mean E yhat(q), which differs from the true
+ *   regression function by the smoothing bias: bands yhat ± z · se cover E yhat, and the truth
+ *   where the bias is small against se (undersmoothing; docs/regression.md has the coverage
+ *   simulation).
+ * Accuracy: double sums over float inputs; results agree with a long double evaluation to
+ * ~1e-12 relative where the local systems are well conditioned (tested to 1e-9), and with
+ * statsmodels' KernelReg (fit, marginal effects, R^2) to 1e-6.
+ */
+typedef enum nwattn_variance {
+    NWATTN_VARIANCE_HOMOSCEDASTIC = 0,
+    NWATTN_VARIANCE_HETEROSCEDASTIC = 1
+} nwattn_variance;
+
+/* Summaries of the fit on its own training set at bandwidths h. */
+typedef struct nwattn_fit_summary {
+    double r2;          /* 1 - sum w r^2 / sum w (y - ybar_w)^2 (NaN when y is constant) */
+    double r2_corr;     /* squared correlation of y and yhat (statsmodels' KernelReg.r_squared and
+                           R np's R^2, unweighted; centred at the mean of yhat as statsmodels) */
+    double dof;         /* effective degrees of freedom: tr L = sum_i l_i(x_i) */
+    double dof_resid;   /* sum w - 2 tr L + sum_ij w_i l_ij^2 / w_j (the denominator of sigma2) */
+    double sigma2;      /* residual variance estimate (NaN if dof_resid <= 0) */
+    double rss;         /* sum w r^2 */
+    double cv;          /* leave-one-out CV: sum w_i (y_i - yhat_-i(x_i))^2 / sum w (+INFINITY if a
+                           leave-one-out row is empty); with unit weights nwattn_nw_cv's value */
+    size_t flagged_rows; /* training rows (fit or leave-one-out) flagged empty or singular */
+} nwattn_fit_summary;
+
+/* The summary of the fit at bandwidths h (d floats) on (x, y): n >= 3 points with positive
+ * weight, every coordinate with two values at least (else NWATTN_ERR_DEGENERATE_DATA). fitted
+ * (n floats) and leverage (n doubles: L_ii / w_i, a point's weight on itself) are optional. */
+NWATTN_API nwattn_status nwattn_nw_summary(nwattn_context *ctx, const nwattn_regression *model,
+                                           const float *bandwidths, size_t n, size_t d,
+                                           const float *x, size_t ldx, const float *y,
+                                           const float *obs_weights,
+                                           nwattn_fit_summary *summary, float *fitted,
+                                           double *leverage);
+
+/* Fit, standard errors and derivatives at m queries xq (m×d, ldq). Outputs are optional
+ * (NULL), in double: fit (m), se (m), deriv (m×d, ldd), deriv_se (m×d, ldds), row_flags (m
+ * bytes; NWATTN_ROW_EMPTY rows get NaN everywhere, NWATTN_ROW_SINGULAR rows the local constant
+ * fit and derivative). se and deriv_se need the training set's residuals: one summary pass
+ * (O(n^2)). Data requirements as nwattn_nw_summary. */
+NWATTN_API nwattn_status nwattn_nw_inference(nwattn_context *ctx, const nwattn_regression *model,
+                                             const float *bandwidths, size_t n, size_t d,
+                                             const float *x, size_t ldx, const float *y,
+                                             const float *obs_weights, nwattn_variance variance,
+                                             size_t m, const float *xq, size_t ldq, double *fit,
+                                             double *se, double *deriv, size_t ldd,
+                                             double *deriv_se, size_t ldds,
+                                             unsigned char *row_flags);
+
+/* Wild bootstrap bands of the fit at m queries, at bandwidths h: `replicates` (>= 2) draws
+ * y*_j = yhat(x_j) + e_j v_j with Rademacher v_j (+-1, from nwattn_rng seeded with seed) and
+ * e_j the residuals corrected as for NWATTN_VARIANCE_HETEROSCEDASTIC; each refit at the same h
+ * is yhat*(q) = yhat(q) + sum_j l_j(q) e_j v_j (the smoother is linear: no refits).
+ *   pointwise (lower, upper): yhat(q) + the (1 -+ level)/2 quantiles of yhat* - yhat;
+ *   simultaneous (sim_lower, sim_upper): yhat(q) ± c · sd*(q), sd* the bootstrap standard
+ *     deviation and c the level quantile of max_i |yhat*(q_i) - yhat(q_i)| / sd*(q_i)
+ *     (rows with sd* = 0 left out of the max), covering all m queries at once.
+ * Quantiles interpolate linearly between order statistics (numpy's default). The same seed
+ * gives the same bands everywhere. level in (0, 1). Outputs (m doubles each) optional; flagged
+ * rows as in nwattn_nw_inference. Working memory m·(n + replicates) doubles. */
+NWATTN_API nwattn_status nwattn_nw_bootstrap_bands(nwattn_context *ctx,
+                                                   const nwattn_regression *model,
+                                                   const float *bandwidths, size_t n, size_t d,
+                                                   const float *x, size_t ldx, const float *y,
+                                                   const float *obs_weights, size_t m,
+                                                   const float *xq, size_t ldq,
+                                                   size_t replicates, uint64_t seed,
+                                                   double level, double *lower, double *upper,
+                                                   double *sim_lower, double *sim_upper);
+
+/* ---- Kernel density estimation (the Nadaraya-Watson denominator) --------------------------- */
+/* Gaussian product-kernel density with bandwidths h (d floats, finite > 0) and optional
+ * observation weights (as above; NULL: all 1):
+ *   f(q) = sum_j w_j prod_k phi((q_k - x_jk) / h_k) / h_k  /  sum_j w_j,   phi the N(0,1) density
+ * (scipy.stats.gaussian_kde with d == 1 and bw_method = h / std(x); statsmodels'
+ * KDEMultivariate(var_type = 'c'·d, bw = h)). density: m doubles. n >= 1 with positive total
+ * weight. Accuracy: double sums, ~1e-13 relative where f is not underflowing. */
+NWATTN_API nwattn_status nwattn_kde(nwattn_context *ctx, const float *bandwidths, size_t m,
+                                    size_t n, size_t d, const float *xq, size_t ldq,
+                                    const float *x, size_t ldx, const float *obs_weights,
+                                    double *density);
+
+/* Bandwidth selection objectives of the density above at n_bw bandwidth vectors (ldb apart),
+ * with f_-i the leave-one-out density (one unit of weight left out, as above):
+ *   lscv[g]   = integral f^2 - 2 sum_i w_i f_-i(x_i) / sum w   (least-squares CV, minimise;
+ *               the integral in closed form: Gaussians of bandwidth sqrt(2) h)
+ *   loglik[g] = sum_i w_i log f_-i(x_i) / sum w                 (likelihood CV, maximise;
+ *               -INFINITY when some f_-i underflows to 0)
+ * With unit weights, n · loglik is minus statsmodels' cv_ml objective and lscv its cv_ls
+ * objective (KDEMultivariate.imse / loo_likelihood). Both outputs optional; n >= 2. O(n^2 d). */
+NWATTN_API nwattn_status nwattn_kde_cv(nwattn_context *ctx, size_t n_bw, const float *bandwidths,
+                                       size_t ldb, size_t n, size_t d, const float *x, size_t ldx,
+                                       const float *obs_weights, double *lscv, double *loglik);
+
+/* ---- Mixed data: continuous, unordered and ordered categorical columns -------------------- */
+/* Column types of a mixed-data product kernel. A categorical column holds integer codes (as
+ * floats, integral values); its bandwidth is lambda in [0, 1]. With c the number of distinct
+ * values of the column in x (the training data) and q, x_j one column's query and training
+ * values:
+ *   NWATTN_VAR_CONTINUOUS           phi((q - x_j) / h) / h   (Gaussian, h > 0)
+ *   NWATTN_VAR_UNORDERED            1 - lambda if q == x_j, else lambda / (c - 1)
+ *                                   (Aitchison-Aitken; needs c >= 2; statsmodels' default)
+ *   NWATTN_VAR_ORDERED              1 - lambda if q == x_j, else (1 - lambda)/2 · lambda^|q - x_j|
+ *                                   (Wang-van Ryzin; statsmodels' default)
+ *   NWATTN_VAR_UNORDERED_LI_RACINE  1 if q == x_j, else lambda        (R np's regression default)
+ *   NWATTN_VAR_ORDERED_LI_RACINE    lambda^|q - x_j|                   (likewise)
+ * The kernel of a point is the product over the d columns (statsmodels' gpke, var_type 'c',
+ * 'u', 'o'). lambda = 0 is exact matching; lambda at its upper end makes the column irrelevant
+ * (Aitchison-Aitken at (c-1)/c, Li-Racine at 1). */
+typedef enum nwattn_var_type {
+    NWATTN_VAR_CONTINUOUS = 0,
+    NWATTN_VAR_UNORDERED = 1,
+    NWATTN_VAR_ORDERED = 2,
+    NWATTN_VAR_UNORDERED_LI_RACINE = 3,
+    NWATTN_VAR_ORDERED_LI_RACINE = 4
+} nwattn_var_type;
+
+/* Local constant regression with the mixed kernel at m queries: fit[i] = sum_j w_j K_j y_j /
+ * sum_j w_j K_j (observation weights as for nwattn_nw_summary; NULL: all 1), in double. A
+ * query whose weights are all 0 (exact matching on a category no training point has) gets
+ * NaN. types: d values; bandwidths: d floats (h > 0 for continuous columns, lambda in [0, 1]
+ * for the others); y: n floats. n >= 1. Agrees with statsmodels' KernelReg(var_type,
+ * reg_type='lc') to 1e-6 relative. */
+NWATTN_API nwattn_status nwattn_mixed_predict(nwattn_context *ctx, const nwattn_var_type *types,
+                                              const float *bandwidths, size_t m, size_t n,
+                                              size_t d, const float *xq, size_t ldq,
+                                              const float *x, size_t ldx, const float *y,
+                                              const float *obs_weights, double *fit);
+
+/* Leave-one-out CV of that regression at n_bw bandwidth vectors (ldb apart): cv[g] =
+ * sum_i w_i (y_i - yhat_-i(x_i))^2 / sum w (one unit of weight left out; +INFINITY if some
+ * leave-one-out row has no weight). With unit weights it is statsmodels' KernelReg.cv_loo (to
+ * 1e-6). Needs 2 points of positive weight. O(n^2 d) per bandwidth vector. */
+NWATTN_API nwattn_status nwattn_mixed_cv(nwattn_context *ctx, const nwattn_var_type *types,
+                                         size_t n_bw, const float *bandwidths, size_t ldb,
+                                         size_t n, size_t d, const float *x, size_t ldx,
+                                         const float *y, const float *obs_weights, double *cv);
+
+/* The mixed-data density at m queries: f(q) = sum_j w_j prod_k K_k / sum w (continuous factors
+ * normalised, categorical ones as above: statsmodels' KDEMultivariate(var_type) with
+ * 'u' = Aitchison-Aitken and 'o' = Wang-van Ryzin): density (m doubles). loglik (optional,
+ * one double; needs 2 points of positive weight): the mean
+ * leave-one-out log density sum_i w_i log f_-i(x_i) / sum w (likelihood CV, maximise). */
+NWATTN_API nwattn_status nwattn_mixed_kde(nwattn_context *ctx, const nwattn_var_type *types,
+                                          const float *bandwidths, size_t m, size_t n, size_t d,
+                                          const float *xq, size_t ldq, const float *x,
+                                          size_t ldx, const float *obs_weights, double *density,
+                                          double *loglik);
+
 /* ---- The learnable-w model (d2l's parametric attention pooling) --------------------------- */
 /*
  *   yhat_i = sum_j softmax_j(-((xq_i - x_j) w)^2 / 2) y_j        (|.|: Euclidean when d > 1)
@@ -676,7 +1002,8 @@ NWATTN_API nwattn_status nwattn_nw_select_bandwidth(nwattn_context *ctx,
  * the Gaussian Nadaraya-Watson estimator with bandwidth h = 1/|w| and a learnable scalar w
  * (w == 0 gives average pooling). The mask is nwattn_pool's (batch 1): d2l trains with
  * NWATTN_MASK_LEAVE_ONE_OUT, queries = the training inputs themselves.
- * The loss is d2l's: L = sum_i sum_c (yhat_ic - target_ic)^2 / 2, and
+ * The loss is that of d2l's MXNet edition (gluon.loss.L2Loss, summed):
+ *   L = sum_i sum_c (yhat_ic - target_ic)^2 / 2, and
  *   dL/dw = -w sum_i sum_j alpha_ij |xq_i - x_j|^2 (y_j - yhat_i) · (yhat_i - target_i).
  */
 
@@ -698,9 +1025,12 @@ typedef struct nwattn_sgd {
     size_t epochs;
 } nwattn_sgd;
 
-/* d2l's training loop: each epoch evaluates the leave-one-out loss of the whole training set
- * (queries = x, keys = x, values = targets = y, NWATTN_MASK_LEAVE_ONE_OUT) and takes one step
- * w -= learning_rate · dL/dw. *w is the starting value on entry and the trained value on
+/* d2l's training loop (MXNet edition: lr 0.5 on L above). d2l's PyTorch edition sums
+ * nn.MSELoss(reduction='none') without the /2: its losses are 2L, its gradients 2 dL/dw, so
+ * its run at learning rate r is this function's run at learning_rate 2r, bit for bit (the
+ * factors are powers of two), with loss_per_epoch doubled (docs/regression.md). Each epoch
+ * evaluates the leave-one-out loss of the whole training set (queries = x, keys = x, values =
+ * targets = y, NWATTN_MASK_LEAVE_ONE_OUT) and takes one step w -= learning_rate · dL/dw. *w is the starting value on entry and the trained value on
  * return. loss_per_epoch (epochs entries, optional) receives the loss each epoch computed,
  * before its step, as d2l prints it. Fails with NWATTN_ERR_BAD_PARAMETER (and leaves *w alone)
  * if w or the loss stops being finite. n must be >= 2. */

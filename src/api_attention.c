@@ -2,7 +2,6 @@
 #include <math.h>
 
 #include "attention.h"
-#include "checks.h"
 #include "score/score.h"
 
 static nwattn_status check_params(nwattn_context *ctx, const nwattn_attention_params *p) {
@@ -37,6 +36,40 @@ static nwattn_status check_weight(nw_call *call, const char *name, const float *
     return nw_input_array(call, name, w, sizeof(float), count);
 }
 
+nwattn_status nw_attention_check_inputs(nw_call *call, const nwattn_attention_params *params,
+                                        const nwattn_score *score, nw_attention_args *a) {
+    nwattn_context *ctx = call->ctx;
+    NW_TRY(check_params(ctx, params));
+    const nwattn_attention_params *p = params;
+    const size_t dh = p->d_qk / p->heads;
+    NW_TRY(nw_input(call, "x_q", a->x_q.x, a->t_q, p->d_q_in, a->x_q.ld, a->x_q.stride));
+    NW_TRY(nw_input(call, "x_k", a->x_k.x, a->t_kv, p->d_k_in, a->x_k.ld, a->x_k.stride));
+    NW_TRY(nw_input(call, "x_v", a->x_v.x, a->t_kv, p->d_v_in, a->x_v.ld, a->x_v.stride));
+    NW_TRY(check_weight(call, "params.w_q", p->w_q, p->d_qk, p->d_q_in, 0));
+    NW_TRY(check_weight(call, "params.w_k", p->w_k, p->d_qk, p->d_k_in, 0));
+    NW_TRY(check_weight(call, "params.w_v", p->w_v, p->d_v, p->d_v_in, 0));
+    NW_TRY(check_weight(call, "params.w_o", p->w_o, p->d_out, p->d_v, 1));
+    NW_TRY(check_weight(call, "params.b_q", p->b_q, 1, p->d_qk, 1));
+    NW_TRY(check_weight(call, "params.b_k", p->b_k, 1, p->d_qk, 1));
+    NW_TRY(check_weight(call, "params.b_v", p->b_v, 1, p->d_v, 1));
+    if (p->w_o != NULL)
+        NW_TRY(check_weight(call, "params.b_o", p->b_o, 1, p->d_out, 1));
+    if (score == NULL)
+        a->pool.score = (nw_score){&nw_score_dot, NWATTN_SCORE_DOT,
+                                   (float)(1.0 / sqrt((double)dh)), 0.0f, NULL};
+    else
+        NW_TRY(nw_check_score(call, score, dh, &a->pool.score));
+    return NWATTN_OK;
+}
+
+int nw_attention_blas_ok(const nw_call *call, const nwattn_attention_params *p) {
+    /* Every width is also a leading dimension of a BLAS call on the working memory. */
+    const size_t out_w = p->w_o ? p->d_out : p->d_v;
+    const size_t widest = p->d_q_in > p->d_k_in ? p->d_q_in : p->d_k_in;
+    return nw_call_blas_ok(call) && widest <= NW_BLAS_INT_MAX && p->d_v_in <= NW_BLAS_INT_MAX &&
+           p->d_qk <= NW_BLAS_INT_MAX && p->d_v <= NW_BLAS_INT_MAX && out_w <= NW_BLAS_INT_MAX;
+}
+
 nwattn_status nwattn_attention(nwattn_context *ctx, const nwattn_attention_params *params,
                                const nwattn_score *score, const nwattn_mask *mask, size_t batch,
                                size_t t_q, size_t t_kv, const float *x_q, size_t ldx_q,
@@ -59,23 +92,7 @@ nwattn_status nwattn_attention(nwattn_context *ctx, const nwattn_attention_param
     };
     nw_call call;
     nw_call_init(&call, ctx, batch);
-    NW_TRY(nw_input(&call, "x_q", x_q, t_q, p->d_q_in, ldx_q, stride_x_q));
-    NW_TRY(nw_input(&call, "x_k", x_k, t_kv, p->d_k_in, ldx_k, stride_x_k));
-    NW_TRY(nw_input(&call, "x_v", x_v, t_kv, p->d_v_in, ldx_v, stride_x_v));
-    NW_TRY(check_weight(&call, "params.w_q", p->w_q, p->d_qk, p->d_q_in, 0));
-    NW_TRY(check_weight(&call, "params.w_k", p->w_k, p->d_qk, p->d_k_in, 0));
-    NW_TRY(check_weight(&call, "params.w_v", p->w_v, p->d_v, p->d_v_in, 0));
-    NW_TRY(check_weight(&call, "params.w_o", p->w_o, p->d_out, p->d_v, 1));
-    NW_TRY(check_weight(&call, "params.b_q", p->b_q, 1, p->d_qk, 1));
-    NW_TRY(check_weight(&call, "params.b_k", p->b_k, 1, p->d_qk, 1));
-    NW_TRY(check_weight(&call, "params.b_v", p->b_v, 1, p->d_v, 1));
-    if (p->w_o != NULL)
-        NW_TRY(check_weight(&call, "params.b_o", p->b_o, 1, p->d_out, 1));
-    if (score == NULL)
-        a.pool.score = (nw_score){&nw_score_dot, NWATTN_SCORE_DOT, (float)(1.0 / sqrt((double)dh)),
-                                  0.0f, NULL};
-    else
-        NW_TRY(nw_check_score(&call, score, dh, &a.pool.score));
+    NW_TRY(nw_attention_check_inputs(&call, p, score, &a));
     NW_TRY(nw_output(&call, "y", y, t_q, out_w, ldy, stride_y));
     if (weights != NULL) {
         size_t rows;
@@ -86,13 +103,9 @@ nwattn_status nwattn_attention(nwattn_context *ctx, const nwattn_attention_param
     NW_TRY(nw_check_mask(&call, mask, t_q, t_kv, &a.pool.mask));
     NW_TRY(nw_check_disjoint(&call));
 
-    /* Every width is also a leading dimension of a BLAS call on the working memory. */
-    const size_t widest = p->d_q_in > p->d_k_in ? p->d_q_in : p->d_k_in;
-    const int blas_ok = nw_call_blas_ok(&call) && widest <= NW_BLAS_INT_MAX &&
-                        p->d_v_in <= NW_BLAS_INT_MAX && p->d_qk <= NW_BLAS_INT_MAX &&
-                        p->d_v <= NW_BLAS_INT_MAX && out_w <= NW_BLAS_INT_MAX;
     nw_pooling pooling;
-    NW_TRY(nw_select_pooling(ctx, blas_ok, t_kv <= NW_BLAS_INT_MAX, &a.pool, &pooling));
+    NW_TRY(nw_select_pooling(ctx, nw_attention_blas_ok(&call, p), t_kv <= NW_BLAS_INT_MAX,
+                             &a.pool, &pooling));
     if (batch == 0 || t_q == 0)
         return NWATTN_OK;
     void *ws;

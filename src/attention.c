@@ -22,19 +22,23 @@ static int buffer_floats(const nw_attention_args *a, layout *out) {
     return 1;
 }
 
-/* Points the pooling at the buffers (or at y for the concatenated heads without w_o). */
-static void aim_pool(nw_attention_args *a, float *q, float *k, float *v, float *c) {
+void nw_attention_aim_pool(const nw_attention_args *a, nw_pool_args *pool, const float *q,
+                           const float *k, const float *v, float *o, size_t ldo,
+                           size_t stride_o) {
     const nwattn_attention_params *p = a->params;
     const size_t dh = p->d_qk / p->heads, dvh = p->d_v / p->heads;
-    nw_pool_args *pool = &a->pool;
     pool->q = q, pool->ldq = p->d_qk, pool->stride_q = a->t_q * p->d_qk, pool->hstride_q = dh;
     pool->k = k, pool->ldk = p->d_qk, pool->stride_k = a->t_kv * p->d_qk, pool->hstride_k = dh;
     pool->v = v, pool->ldv = p->d_v, pool->stride_v = a->t_kv * p->d_v, pool->hstride_v = dvh;
-    if (p->w_o != NULL)
-        pool->o = c, pool->ldo = p->d_v, pool->stride_o = a->t_q * p->d_v;
+    pool->o = o, pool->ldo = ldo, pool->stride_o = stride_o, pool->hstride_o = dvh;
+}
+
+/* Points the pooling at the buffers (or at y for the concatenated heads without w_o). */
+static void aim_pool(nw_attention_args *a, float *q, float *k, float *v, float *c) {
+    if (a->params->w_o != NULL)
+        nw_attention_aim_pool(a, &a->pool, q, k, v, c, a->params->d_v, a->t_q * a->params->d_v);
     else
-        pool->o = a->y, pool->ldo = a->ldy, pool->stride_o = a->stride_y;
-    pool->hstride_o = dvh;
+        nw_attention_aim_pool(a, &a->pool, q, k, v, a->y, a->ldy, a->stride_y);
 }
 
 size_t nw_attention_workspace(const nw_pooling *pooling, nw_attention_args *a,
@@ -71,6 +75,17 @@ static void project(const nw_kernels *kernels, size_t batch, size_t t, size_t ou
                         ld_out);
 }
 
+void nw_attention_project_inputs(const nw_kernels *kernels, const nw_attention_args *a,
+                                 float *q, float *k, float *v) {
+    const nwattn_attention_params *p = a->params;
+    project(kernels, a->batch, a->t_q, p->d_qk, p->d_q_in, a->x_q, p->w_q, p->b_q, q, p->d_qk,
+            a->t_q * p->d_qk);
+    project(kernels, a->batch, a->t_kv, p->d_qk, p->d_k_in, a->x_k, p->w_k, p->b_k, k, p->d_qk,
+            a->t_kv * p->d_qk);
+    project(kernels, a->batch, a->t_kv, p->d_v, p->d_v_in, a->x_v, p->w_v, p->b_v, v, p->d_v,
+            a->t_kv * p->d_v);
+}
+
 void nw_attention_run(const nw_pooling *pooling, nw_attention_args *a, void *workspace,
                       nw_workers *workers) {
     const nwattn_attention_params *p = a->params;
@@ -82,18 +97,12 @@ void nw_attention_run(const nw_pooling *pooling, nw_attention_args *a, void *wor
     float *c = v + nw_round_up(f.v * sizeof(float)) / sizeof(float);
     void *pool_scratch = c + nw_round_up(f.c * sizeof(float)) / sizeof(float);
 
-    const nw_kernels *kernels = pooling->kernels; /* the projections' provider */
-    project(kernels, a->batch, a->t_q, p->d_qk, p->d_q_in, a->x_q, p->w_q, p->b_q, q, p->d_qk,
-            a->t_q * p->d_qk);
-    project(kernels, a->batch, a->t_kv, p->d_qk, p->d_k_in, a->x_k, p->w_k, p->b_k, k, p->d_qk,
-            a->t_kv * p->d_qk);
-    project(kernels, a->batch, a->t_kv, p->d_v, p->d_v_in, a->x_v, p->w_v, p->b_v, v, p->d_v,
-            a->t_kv * p->d_v);
+    nw_attention_project_inputs(pooling->kernels, a, q, k, v);
     aim_pool(a, q, k, v, c);
     nw_pooling_exec(pooling, &a->pool, pool_scratch, workers);
     if (p->w_o != NULL) {
         const nw_seq concat = {c, p->d_v, a->t_q * p->d_v};
-        project(kernels, a->batch, a->t_q, p->d_out, p->d_v, concat, p->w_o, p->b_o, a->y,
+        project(pooling->kernels, a->batch, a->t_q, p->d_out, p->d_v, concat, p->w_o, p->b_o, a->y,
                 a->ldy, a->stride_y);
     }
 }

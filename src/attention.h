@@ -3,6 +3,7 @@
 #ifndef NWATTN_ATTENTION_H
 #define NWATTN_ATTENTION_H
 
+#include "checks.h"
 #include "pool.h"
 
 /* One sequence operand: batch items of rows × width at x + b·stride, row pitch ld. */
@@ -28,5 +29,21 @@ size_t nw_attention_workspace(const nw_pooling *pooling, nw_attention_args *args
 /* Runs the layer with that much working memory. Never fails. */
 void nw_attention_run(const nw_pooling *pooling, nw_attention_args *args, void *workspace,
                       nw_workers *workers);
+
+/* The projections Q, K, V of the three sequences into buffers laid out (batch·t) × width. */
+void nw_attention_project_inputs(const nw_kernels *kernels, const nw_attention_args *a,
+                                 float *q, float *k, float *v);
+/* Points pool at those buffers (head h: a column slice) with the output at o. */
+void nw_attention_aim_pool(const nw_attention_args *a, nw_pool_args *pool, const float *q,
+                           const float *k, const float *v, float *o, size_t ldo,
+                           size_t stride_o);
+
+/* The checks nwattn_attention and nwattn_attention_backward share (api_attention.c): the
+ * layer's widths, the three sequences (a->x_*, t_q, t_kv set), the weights and biases, and the
+ * score (NULL: scaled dot, 1/sqrt(d_qk/heads)) into a->pool.score. */
+nwattn_status nw_attention_check_inputs(nw_call *call, const nwattn_attention_params *params,
+                                        const nwattn_score *score, nw_attention_args *a);
+/* Whether every leading dimension of the call and every width fits the BLAS integer. */
+int nw_attention_blas_ok(const nw_call *call, const nwattn_attention_params *p);
 
 #endif /* NWATTN_ATTENTION_H */

@@ -20,12 +20,15 @@ static long double or_bandwidth(const nwattn_score *score, size_t l) {
                                      : (long double)score->bandwidth;
 }
 
-long double or_score_ex(const nwattn_score *score, size_t d, const float *q, const float *k,
-                        double *abs_dot) {
+/* The score of one pair, the coordinates from floats (qf, kf) or long doubles (ql, kl). */
+static long double score_of(const nwattn_score *score, size_t d, const float *qf,
+                            const float *kf, const long double *ql, const long double *kl,
+                            double *abs_dot) {
     long double acc = 0.0L, abs_acc = 0.0L, qq = 0.0L, kk = 0.0L;
     const int product = score->kind == NWATTN_SCORE_DOT || score->kind == NWATTN_SCORE_COSINE;
     for (size_t l = 0; l < d; l++) {
-        const long double a = q[l], b = k[l];
+        const long double a = qf != NULL ? (long double)qf[l] : ql[l];
+        const long double b = kf != NULL ? (long double)kf[l] : kl[l];
         if (product) {
             acc += a * b;
             abs_acc += fabsl(a * b);
@@ -53,6 +56,16 @@ long double or_score_ex(const nwattn_score *score, size_t d, const float *q, con
         return (long double)score->scale * (acc / (sqrtl(qq) * sqrtl(kk)));
     }
     return NAN;
+}
+
+long double or_score_ex(const nwattn_score *score, size_t d, const float *q, const float *k,
+                        double *abs_dot) {
+    return score_of(score, d, q, k, NULL, NULL, abs_dot);
+}
+
+long double or_score_ld(const nwattn_score *score, size_t d, const long double *q,
+                        const long double *k) {
+    return score_of(score, d, NULL, NULL, q, k, NULL);
 }
 
 double or_score(const nwattn_score *score, size_t d, const float *q, const float *k) {

@@ -58,6 +58,9 @@
  * receives what the bound needs: sum_l |q_l k_l| (dot), that over |q| |k| (cosine), 0 else. */
 long double or_score_ex(const nwattn_score *score, size_t d, const float *q, const float *k,
                         double *abs_dot);
+/* The same for coordinates in long double (a layer's projections evaluated exactly). */
+long double or_score_ld(const nwattn_score *score, size_t d, const long double *q,
+                        const long double *k);
 /* The same, rounded to double. */
 double or_score(const nwattn_score *score, size_t d, const float *q, const float *k);
 

@@ -17,6 +17,21 @@ from ._regression import (BandwidthRule, BandwidthSelection, Dataset, Degree, Em
                           Rng, RowFlag, WModelResult, bandwidth_rule_of_thumb, cv_options_default,
                           dataset_generate, dataset_truth, nw_cv, nw_predict, select_bandwidth,
                           weights_diagnostics, wmodel_evaluate, wmodel_train)
+from ._stats import (Bands, FitSummary, Inference, Variance, kde, kde_cv, kde_select_bandwidth,
+                     nw_bootstrap_bands, nw_inference, nw_select_bandwidth_weighted, nw_summary)
+from ._mixed import mixed_cv, mixed_kde, mixed_predict, mixed_select_bandwidth
+from ._sklearn import NWResults
+from ._sklearn import _HAVE_SKLEARN
+if _HAVE_SKLEARN:  # scikit-learn is optional
+    from ._sklearn import NadarayaWatson
+from ._autograd import attention_backward, nw_predict_backward, pool_backward
+
+try:  # nwattn.autograd: torch.autograd.Functions, only where torch is importable
+    import torch as _torch  # noqa: F401
+except ImportError:
+    pass
+else:
+    from . import _autograd as autograd  # noqa: F401
 
 MAX_THREADS = 256  # NWATTN_MAX_THREADS
 
@@ -48,4 +63,10 @@ __all__ = [
     "Kernel", "Rng", "RowFlag", "WModelResult", "bandwidth_rule_of_thumb", "cv_options_default",
     "dataset_generate", "dataset_truth", "nw_cv", "nw_predict", "select_bandwidth",
     "weights_diagnostics", "wmodel_evaluate", "wmodel_train",
-]
+    # backward passes (_autograd.py)
+    "pool_backward", "nw_predict_backward", "attention_backward",
+    # statistics (_stats.py)
+    "Bands", "FitSummary", "Inference", "Variance", "kde", "kde_cv", "kde_select_bandwidth",
+    "nw_bootstrap_bands", "nw_inference", "nw_select_bandwidth_weighted", "nw_summary",
+    "NWResults", "mixed_cv", "mixed_kde", "mixed_predict", "mixed_select_bandwidth",
+] + (["NadarayaWatson"] if _HAVE_SKLEARN else [])

@@ -23,6 +23,8 @@ SIZE_T = np.dtype(np.uintp)  # size_t on every platform numpy supports
 
 def float_input(x, name, min_ndim=2):
     """x as an ndarray of native float32 (a view if it already is one), at least min_ndim-D."""
+    if type(x) is np.ndarray and x.dtype is F32 and x.ndim >= min_ndim:
+        return x  # the common case, first and cheapest
     arr = np.asarray(x)
     if arr.dtype.kind not in "fiu":
         raise TypeError(
@@ -53,6 +55,9 @@ def keep_input(x, name):
 
 def broadcast_batch(named_shapes):
     """The common batch shape of [(name, batch shape)], by numpy's broadcasting rules."""
+    first = named_shapes[0][1]
+    if all(shape == first for _, shape in named_shapes):
+        return first  # the common case, without numpy's general (and slow) rules
     try:
         return np.broadcast_shapes(*(shape for _, shape in named_shapes))
     except ValueError:
@@ -115,12 +120,23 @@ class Operand:
         return self.ptr, self.ld, self.stride
 
 
+def _contiguous_layout(arr):
+    """(ld, stride) of a C-contiguous aligned array, without looking at its strides."""
+    rows, cols = arr.shape[-2:]
+    return max(cols, 1), (rows * cols if arr.ndim > 2 else 0)
+
+
 def input_operand(arr, batch_shape, name):
-    """Broadcasts arr to batch_shape + its matrix shape; copies only if the layout needs it."""
-    arr = np.broadcast_to(arr, tuple(batch_shape) + arr.shape[-2:])
+    """Broadcasts arr to batch_shape + its matrix shape; copies only if the layout needs it
+    (a fresh copy is C-contiguous and aligned, whatever the input was: unaligned data too)."""
+    batch_shape = tuple(batch_shape)
+    if arr.shape[:-2] != batch_shape:
+        arr = np.broadcast_to(arr, batch_shape + arr.shape[-2:])
+    elif arr.flags.c_contiguous and arr.flags.aligned and arr.dtype.isnative:
+        return Operand(arr, *_contiguous_layout(arr))
     layout = _layout(arr)
     if layout is None:
-        arr = np.ascontiguousarray(arr)
+        arr = np.array(arr, order="C", copy=True)
         layout = _layout(arr)
     return Operand(arr, *layout)
 
@@ -130,7 +146,7 @@ def output_operand(out, shape, name):
     shape = tuple(shape)
     if out is None:
         arr = np.empty(shape, dtype=F32)
-        return Operand(arr, *_layout(arr))
+        return Operand(arr, *_contiguous_layout(arr))
     if not isinstance(out, np.ndarray):
         raise TypeError(f"{name}: expected a numpy.ndarray, got {type(out).__name__}")
     if out.dtype != F32:
@@ -140,6 +156,9 @@ def output_operand(out, shape, name):
         raise ValueError(f"{name}: shape {out.shape}, expected {shape}")
     if not out.flags.writeable:
         raise ValueError(f"{name}: the array is read-only")
+    if not out.flags.aligned:
+        raise ValueError(f"{name}: the array is not aligned to 4 bytes (outputs are never "
+                         "copied); use e.g. numpy.empty(shape, numpy.float32)")
     layout = _layout(out)
     if layout is None:
         raise ValueError(
@@ -148,6 +167,17 @@ def output_operand(out, shape, name):
             "axes have one stride, e.g. numpy.empty(shape, numpy.float32)"
         )
     return Operand(out, *layout)
+
+
+def vector_input(x, shape, name):
+    """A per-row input read by C (a state's max or sum, (*batch, m)): float32 with the m
+    entries of an item adjacent, copied into that form if need be (read-only arrays too)."""
+    arr = float_input(x, name, min_ndim=1)
+    if arr.shape != tuple(shape):
+        raise ValueError(f"{name}: shape {arr.shape}, expected {tuple(shape)}")
+    op = input_operand(arr[..., None, :], (), name) if arr.ndim == 1 else \
+        input_operand(arr[..., None, :], arr.shape[:-1], name)
+    return op
 
 
 def vector_output(out, shape, name):

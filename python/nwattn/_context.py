@@ -27,15 +27,8 @@ class NwMethod(enum.IntEnum):
 
 
 def _backend_value(backend):
-    if isinstance(backend, str):
-        try:
-            return Backend[backend.upper()]
-        except KeyError:
-            raise ValueError(
-                f"unknown backend {backend!r}; expected one of "
-                f"{', '.join(b.name.lower() for b in Backend)}"
-            ) from None
-    return int(backend)  # an unknown number is the C library's to refuse (NWATTN_ERR_BAD_ENUM)
+    # an unknown number in int range is the C library's to refuse (NWATTN_ERR_BAD_ENUM)
+    return _capi.enum_value(Backend, backend, "backend")
 
 
 class Context:
@@ -61,7 +54,7 @@ class Context:
             status = C.nwattn_context_create_with_allocator(
                 ctypes.byref(handle), ctypes.byref(self._callbacks))
         check(status, None, "nwattn_context_create")
-        self._handle = handle.value
+        self._handle = handle.value  # None once closed: the one flag every call reads
         # The finalizer holds the callbacks too, so they outlive the C context in every order
         # of collection.
         self._finalizer = weakref.finalize(
@@ -74,16 +67,18 @@ class Context:
     @property
     def handle(self):
         """The ``nwattn_context *`` as an int; ValueError once closed."""
-        if not self._finalizer.alive:
+        handle = self._handle
+        if handle is None:
             raise ValueError("nwattn: the context is closed")
-        return self._handle
+        return handle
 
     @property
     def closed(self):
-        return not self._finalizer.alive
+        return self._handle is None
 
     def close(self):
         """Frees the context and its working memory (``nwattn_context_destroy``). Idempotent."""
+        self._handle = None
         self._finalizer()
 
     def __enter__(self):
@@ -143,9 +138,7 @@ class Context:
 
     @threads.setter
     def threads(self, value):
-        value = int(value)
-        if value < 0:
-            raise ValueError(f"threads = {value} must be >= 1")
+        value = _capi.size(value, "threads")  # 0 and > MAX_THREADS: C refuses them
         handle = self.handle
         check(C.nwattn_context_set_threads(handle, value), handle, "nwattn_context_set_threads")
 
@@ -196,9 +189,30 @@ _default = threading.local()
 def default_context():
     """This thread's default context, created on first use."""
     ctx = getattr(_default, "ctx", None)
-    if ctx is None or ctx.closed:
+    if ctx is None or ctx._handle is None:
         ctx = _default.ctx = Context()
     return ctx
+
+
+def default_handle():
+    """This thread's default context's handle (what the compiled fast path calls for ctx=None)."""
+    ctx = getattr(_default, "ctx", None)
+    if ctx is None or ctx._handle is None:
+        ctx = default_context()
+    return ctx._handle
+
+
+def handle_of(ctx):
+    """The handle to call with: ctx's (TypeError/ValueError if it is not an open Context), or
+    this thread's default context's. An explicit context costs no more than the default."""
+    if ctx is None:
+        return default_handle()
+    if type(ctx) is not Context and not isinstance(ctx, Context):
+        raise TypeError(f"ctx: expected nwattn.Context, got {type(ctx).__name__}")
+    handle = ctx._handle
+    if handle is None:
+        raise ValueError("nwattn: the context is closed")
+    return handle
 
 
 def resolve(ctx):

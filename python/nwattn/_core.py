@@ -11,8 +11,9 @@ import math
 import numpy as np
 
 from . import _arrays as A
-from ._capi import C, Mask, Score
-from ._context import resolve
+from ._capi import C, Mask, Score, enum_value, size
+from ._context import handle_of
+from ._fastpath import ext as _fast
 from ._errors import check
 
 
@@ -34,13 +35,8 @@ class MaskFlag(enum.IntFlag):
 
 
 def _score_kind(kind):
-    if isinstance(kind, str):
-        try:
-            return ScoreKind[kind.upper()]
-        except KeyError:
-            raise ValueError(f"unknown score {kind!r}; expected 'dot', 'gaussian', "
-                             "'laplace' or 'cosine'") from None
-    return int(kind)  # unknown numbers are the C library's to refuse (NWATTN_ERR_BAD_ENUM)
+    # unknown numbers in int range are the C library's to refuse (NWATTN_ERR_BAD_ENUM)
+    return enum_value(ScoreKind, kind, "score")
 
 
 def make_score(kind, scale, bandwidth, bandwidths, d):
@@ -164,7 +160,11 @@ def scores(q, k, *, score="dot", scale=None, bandwidth=None, bandwidths=None, ou
         ctx: a Context (default: this thread's).
     Returns: the scores, (*batch, m, n) float32.
     """
-    ctx = resolve(ctx)
+    if _fast is not None:  # the compiled path (see _fastpath.py); NotImplemented: not plain
+        r = _fast.scores(q, k, score, scale, bandwidth, bandwidths, out, ctx)
+        if r is not NotImplemented:
+            return r
+    h = handle_of(ctx)
     q = A.float_input(q, "q")
     k = A.float_input(k, "k")
     (m, d), (n, dk) = q.shape[-2:], k.shape[-2:]
@@ -174,7 +174,6 @@ def scores(q, k, *, score="dot", scale=None, bandwidth=None, bandwidths=None, ou
     sc, alive = make_score(score, scale, bandwidth, bandwidths, d)
     qo, ko = A.input_operand(q, batch, "q"), A.input_operand(k, batch, "k")
     so = A.output_operand(out, batch + (m, n), "out")
-    h = ctx.handle
     check(C.nwattn_scores(h, ctypes.byref(sc), A.count(batch), m, n, d,
                           *qo.args, *ko.args, *so.args), h, "nwattn_scores")
     return so.array
@@ -195,7 +194,11 @@ def softmax(s, *, valid_lens=None, causal=False, leave_one_out=False, additive=N
     lse: True (allocate) or an array (*batch, m) for each row's log-sum-exp.
     Returns: the weights, or (weights, lse) when lse is requested.
     """
-    ctx = resolve(ctx)
+    if _fast is not None:  # the compiled path (see _fastpath.py); NotImplemented: not plain
+        r = _fast.softmax(s, valid_lens, causal, leave_one_out, additive, keep, out, lse, ctx)
+        if r is not NotImplemented:
+            return r
+    h = handle_of(ctx)
     s = A.float_input(s, "s")
     m, n = s.shape[-2:]
     masks = _MaskArgs(m, n, valid_lens, causal, leave_one_out, additive, keep)
@@ -204,7 +207,6 @@ def softmax(s, *, valid_lens=None, causal=False, leave_one_out=False, additive=N
     so = A.input_operand(s, batch, "s")
     wo = A.output_operand(out, batch + (m, n), "out")
     lo = _optional_output(lse, batch + (m,), "lse", vector=True)
-    h = ctx.handle
     check(C.nwattn_softmax(h, mask, A.count(batch), m, n, *so.args, *wo.args,
                            lo.ptr if lo else None, lo.stride if lo else 0), h,
           "nwattn_softmax")
@@ -214,7 +216,11 @@ def softmax(s, *, valid_lens=None, causal=False, leave_one_out=False, additive=N
 def bmm(a, b, *, out=None, ctx=None):
     """``nwattn_bmm``: the batched product C = A·B (torch.bmm), A (*batch, m, k),
     B (*batch, k, n), C (*batch, m, n); batch axes broadcast."""
-    ctx = resolve(ctx)
+    if _fast is not None:  # the compiled path (see _fastpath.py); NotImplemented: not plain
+        r = _fast.bmm(a, b, out, ctx)
+        if r is not NotImplemented:
+            return r
+    h = handle_of(ctx)
     a = A.float_input(a, "a")
     b = A.float_input(b, "b")
     (m, kk), (kb, n) = a.shape[-2:], b.shape[-2:]
@@ -223,7 +229,6 @@ def bmm(a, b, *, out=None, ctx=None):
     batch = A.broadcast_batch([("a", a.shape[:-2]), ("b", b.shape[:-2])])
     ao, bo = A.input_operand(a, batch, "a"), A.input_operand(b, batch, "b")
     co = A.output_operand(out, batch + (m, n), "out")
-    h = ctx.handle
     check(C.nwattn_bmm(h, A.count(batch), m, n, kk, *ao.args, *bo.args, *co.args), h,
           "nwattn_bmm")
     return co.array
@@ -241,7 +246,12 @@ def pool(q, k, v, *, score="dot", scale=None, bandwidth=None, bandwidths=None,
     lse: True or a (*batch, m) array to also get each row's log-sum-exp.
     Returns: O, or a tuple (O, weights), (O, lse) or (O, weights, lse) with what was requested.
     """
-    ctx = resolve(ctx)
+    if _fast is not None:  # the compiled path (see _fastpath.py); NotImplemented: not plain
+        r = _fast.pool(q, k, v, score, scale, bandwidth, bandwidths, valid_lens, causal,
+                     leave_one_out, additive, keep, out, weights, lse, ctx)
+        if r is not NotImplemented:
+            return r
+    h = handle_of(ctx)
     q = A.float_input(q, "q")
     k = A.float_input(k, "k")
     v = A.float_input(v, "v")
@@ -259,7 +269,6 @@ def pool(q, k, v, *, score="dot", scale=None, bandwidth=None, bandwidths=None,
     oo = A.output_operand(out, batch + (m, dv), "out")
     wo = _optional_output(weights, batch + (m, n), "weights")
     lo = _optional_output(lse, batch + (m,), "lse", vector=True)
-    h = ctx.handle
     check(C.nwattn_pool(h, ctypes.byref(sc), mask, A.count(batch), m, n, d, dv,
                         *qo.args, *ko.args, *vo.args, *oo.args,
                         *(wo.args if wo else _NULL_MATRIX),
@@ -277,22 +286,19 @@ def average_pool(v, m=None, *, valid_lens=None, causal=False, leave_one_out=Fals
     Mask keywords as in :func:`softmax` (additive values act on a zero score).
     Returns: O, (*batch, m, dv).
     """
-    ctx = resolve(ctx)
+    h = handle_of(ctx)
     v = A.float_input(v, "v")
     n, dv = v.shape[-2:]
     if m is None:
         if out is None:
             raise TypeError("average_pool: give m (the number of queries) or out")
         m = np.shape(out)[-2]
-    m = int(m)
-    if m < 0:
-        raise ValueError(f"m = {m} must be >= 0")
+    m = size(m, "m")
     masks = _MaskArgs(m, n, valid_lens, causal, leave_one_out, additive, keep)
     batch = A.broadcast_batch([("v", v.shape[:-2])] + masks.batch_shapes())
     mask, alive = masks.build(batch)
     vo = A.input_operand(v, batch, "v")
     oo = A.output_operand(out, batch + (m, dv), "out")
-    h = ctx.handle
     check(C.nwattn_average_pool(h, mask, A.count(batch), m, n, dv, *vo.args, *oo.args), h,
           "nwattn_average_pool")
     return oo.array

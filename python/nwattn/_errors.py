@@ -1,6 +1,7 @@
 """Status codes and the one exception type every C failure becomes."""
 import enum
 
+from . import _capi
 from ._capi import C
 
 
@@ -49,12 +50,12 @@ class NWAttnError(Exception):
 
 def status_name(status):
     """``nwattn_status_name``: ``"NWATTN_ERR_NULL_POINTER"`` etc."""
-    return C.nwattn_status_name(int(status)).decode()
+    return C.nwattn_status_name(_capi.c_int_value(status, "status")).decode()
 
 
 def status_describe(status):
     """``nwattn_status_describe``: a one-line English description of a status."""
-    return C.nwattn_status_describe(int(status)).decode()
+    return C.nwattn_status_describe(_capi.c_int_value(status, "status")).decode()
 
 
 def check(status, handle, function):

@@ -12,8 +12,10 @@ import enum
 import numpy as np
 
 from . import _arrays as A
-from ._capi import C, CvOptions, CvReport, Regression, Rng as _RngStruct, Sgd
-from ._context import resolve
+from ._capi import (C, CvOptions, CvReport, Regression, Rng as _RngStruct, Sgd, enum_value, size,
+                    uint64)
+from ._context import handle_of
+from ._fastpath import ext as _fast
 from ._core import _MaskArgs
 from ._errors import check
 
@@ -62,14 +64,8 @@ _ALIASES = {"constant": "LOCAL_CONSTANT", "linear": "LOCAL_LINEAR", "nw": "LOCAL
 
 
 def _enum(cls, value, name):
-    if isinstance(value, str):
-        key = _ALIASES.get(value.lower(), value).upper()
-        try:
-            return cls[key]
-        except KeyError:
-            raise ValueError(f"unknown {name} {value!r}; expected one of "
-                             f"{', '.join(m.name.lower() for m in cls)}") from None
-    return int(value)  # numbers go to the C library, which refuses unknown ones
+    # numbers in int range go to the C library, which refuses unknown ones
+    return enum_value(cls, value, name, _ALIASES)
 
 
 def _model(kernel, degree, empty):
@@ -90,8 +86,17 @@ def _points(x, name):
 
 
 def _bandwidths(h, d, name="bandwidth"):
-    bw = np.ascontiguousarray(np.broadcast_to(A.float_input(h, name, min_ndim=0), (d,)))
-    return bw
+    """One bandwidth for every dimension, or d of them, as a dense (d,) float32 array."""
+    if type(h) is float:  # the common case, without numpy
+        return np.full(d, h, A.F32)
+    bw = A.float_input(h, name, min_ndim=0)
+    if bw.ndim > 1:
+        raise ValueError(f"{name}: shape {bw.shape}; give one value or d = {d} values "
+                         "(one per feature)")
+    if bw.size not in (1, d):
+        raise ValueError(f"{name}: {bw.size} values given, expected 1 or d = {d} (one per "
+                         "feature)")
+    return np.ascontiguousarray(np.broadcast_to(bw.reshape(-1), (d,)))
 
 
 def _double_out(shape):
@@ -110,7 +115,12 @@ def nw_predict(xq, x, y, bandwidth, *, kernel="gaussian", degree="constant", emp
     Returns the predictions ((m,) for 1-D y, else (m, dv)), or a tuple with the extras
     requested in the order (predictions, weights, row_flags).
     """
-    ctx = resolve(ctx)
+    if _fast is not None:  # the compiled path (see _fastpath.py); NotImplemented: not plain
+        r = _fast.nw_predict(xq, x, y, bandwidth, kernel, degree, empty, weights, row_flags, out,
+                           ctx)
+        if r is not NotImplemented:
+            return r
+    h = handle_of(ctx)
     xo, n, d, _ = _points(x, "x")
     qo, m, dq, _ = _points(xq, "xq")
     if dq != d:
@@ -131,7 +141,6 @@ def nw_predict(xq, x, y, bandwidth, *, kernel="gaussian", degree="constant", emp
     if weights is not None and weights is not False:
         wo = A.output_operand(None if weights is True else weights, (m, n), "weights")
     flags = np.zeros(m, np.uint8) if row_flags else None
-    h = ctx.handle
     check(C.nwattn_nw_predict(h, ctypes.byref(model), bw.ctypes.data, m, n, d, dv,
                               qo.ptr, qo.ld, xo.ptr, xo.ld, yo.ptr, yo.ld, oo.ptr, oo.ld,
                               wo.ptr if wo else None, wo.ld if wo else 0,
@@ -148,7 +157,7 @@ def nw_cv(x, y, bandwidths, *, kernel="gaussian", degree="constant", gradient=Fa
     bandwidth vector. bandwidths: a scalar or (n_bw,) grid when d = 1, a (d,) vector, or an
     (n_bw, d) grid. Returns cv (float64, (n_bw,); a float for a single bandwidth), plus the
     gradient dCV/dh ((n_bw, d)) and the flagged leave-one-out row counts if requested."""
-    ctx = resolve(ctx)
+    h = handle_of(ctx)
     xo, n, d, _ = _points(x, "x")
     yo, ny, dv, _ = _points(y, "y")
     if ny != n:
@@ -168,7 +177,6 @@ def nw_cv(x, y, bandwidths, *, kernel="gaussian", degree="constant", gradient=Fa
     cv = _double_out((n_bw,))
     grad = _double_out((n_bw, d)) if gradient else None
     flags = np.zeros(n_bw, A.SIZE_T) if flagged else None
-    h = ctx.handle
     check(C.nwattn_nw_cv(h, ctypes.byref(model), n, d, dv, xo.ptr, xo.ld, yo.ptr, yo.ld, n_bw,
                          bw.ctypes.data, d, cv.ctypes.data,
                          grad.ctypes.data if grad is not None else None, d,
@@ -184,21 +192,25 @@ def nw_cv(x, y, bandwidths, *, kernel="gaussian", degree="constant", gradient=Fa
 def bandwidth_rule_of_thumb(x, rule="normal_reference", *, ctx=None):
     """``nwattn_bandwidth_rule_of_thumb``: "silverman", "scott" or "normal_reference"
     bandwidths, one per dimension of x ((d,) float32)."""
-    ctx = resolve(ctx)
+    h = handle_of(ctx)
     xo, n, d, _ = _points(x, "x")
     out = np.empty(d, A.F32)
-    h = ctx.handle
     check(C.nwattn_bandwidth_rule_of_thumb(h, _enum(BandwidthRule, rule, "rule"), n, d, xo.ptr,
                                            xo.ld, out.ctypes.data), h,
           "nwattn_bandwidth_rule_of_thumb")
     return out
 
 
+def _default_options():
+    opts = CvOptions()
+    C.nwattn_cv_options_default(ctypes.byref(opts))
+    return opts
+
+
 def cv_options_default():
     """``nwattn_cv_options_default``: the search's defaults, as a dict of keyword arguments of
     :func:`select_bandwidth`."""
-    opts = CvOptions()
-    C.nwattn_cv_options_default(ctypes.byref(opts))
+    opts = _default_options()
     return {"grid_points": opts.grid_points, "scale_min": opts.scale_min,
             "scale_max": opts.scale_max, "start": None,
             "max_evaluations": opts.max_evaluations, "tolerance": opts.tolerance}
@@ -218,20 +230,22 @@ def select_bandwidth(x, y, *, kernel="gaussian", degree="constant", grid_points=
     normal-reference rule. Returns a BandwidthSelection: bandwidths ((d,) float32), cv,
     evaluations, flagged_rows, at_grid_edge (-1, 0, +1), converged, and the grid's CV curve
     (curve_scales, curve_cv)."""
-    ctx = resolve(ctx)
+    h = handle_of(ctx)
     xo, n, d, _ = _points(x, "x")
     yo, ny, dv, _ = _points(y, "y")
     if ny != n:
         raise ValueError(f"x has {n} points but y has {ny}")
-    opts = CvOptions()
-    C.nwattn_cv_options_default(ctypes.byref(opts))
-    for field, value in (("grid_points", grid_points), ("scale_min", scale_min),
-                         ("scale_max", scale_max), ("max_evaluations", max_evaluations),
+    opts = _default_options()
+    for field, value in (("grid_points", grid_points), ("max_evaluations", max_evaluations)):
+        if value is not None:
+            setattr(opts, field, size(value, field))
+    for field, value in (("scale_min", scale_min), ("scale_max", scale_max),
                          ("tolerance", tolerance)):
         if value is not None:
-            if field in ("grid_points", "max_evaluations") and int(value) < 0:
-                raise ValueError(f"{field} must be >= 0")
-            setattr(opts, field, value)
+            setattr(opts, field, float(value))
+    # Zero fields mean "the default" in C, which then writes the default number of curve
+    # points: size the curve from what C will use, never from the 0.
+    points = opts.grid_points or _default_options().grid_points
     start_arr = None
     if start is not None:
         start_arr = _bandwidths(start, d, "start")
@@ -239,9 +253,8 @@ def select_bandwidth(x, y, *, kernel="gaussian", degree="constant", grid_points=
     model = _model(kernel, degree, "nearest")
     bw = np.empty(d, A.F32)
     report = CvReport()
-    scales = np.empty(opts.grid_points, A.F32)
-    curve = np.empty(opts.grid_points, np.float64)
-    h = ctx.handle
+    scales = np.empty(points, A.F32)
+    curve = np.empty(points, np.float64)
     check(C.nwattn_nw_select_bandwidth(h, ctypes.byref(model), n, d, dv, xo.ptr, xo.ld, yo.ptr,
                                        yo.ld, ctypes.byref(opts), bw.ctypes.data,
                                        ctypes.byref(report), scales.ctypes.data,
@@ -260,7 +273,7 @@ def wmodel_evaluate(w, xq, x, y, *, target=None, valid_lens=None, causal=False,
     sum (yhat - target)^2 / 2 and dL/dw. Mask keywords as in :func:`nwattn.softmax` (d2l
     trains with leave_one_out=True and xq = x). Returns WModelResult(yhat, weights or None,
     loss or None, grad or None); yhat is 1-D for 1-D y."""
-    ctx = resolve(ctx)
+    h = handle_of(ctx)
     xo, n, d, _ = _points(x, "x")
     qo, m, dq, _ = _points(xq, "xq")
     if dq != d:
@@ -279,7 +292,6 @@ def wmodel_evaluate(w, xq, x, y, *, target=None, valid_lens=None, causal=False,
     wo = A.output_operand(None if weights is True else weights, (m, n), "weights") \
         if weights is not None and weights is not False else None
     loss, grad = ctypes.c_double(), ctypes.c_double()
-    h = ctx.handle
     check(C.nwattn_wmodel_evaluate(h, float(w), mask, m, n, d, dv, qo.ptr, qo.ld, xo.ptr,
                                    xo.ld, yo.ptr, yo.ld, to.ptr if to else None,
                                    to.ld if to else 0, yh.ptr, yh.ld,
@@ -295,18 +307,15 @@ def wmodel_train(x, y, w, *, learning_rate, epochs, ctx=None):
     """``nwattn_wmodel_train``: d2l's training of w (leave-one-out on the training set, loss
     sum (yhat - y)^2 / 2, one SGD step per epoch). Returns (trained w, loss of each epoch as
     computed before its step, float64 array)."""
-    ctx = resolve(ctx)
+    h = handle_of(ctx)
     xo, n, d, _ = _points(x, "x")
     yo, ny, dv, _ = _points(y, "y")
     if ny != n:
         raise ValueError(f"x has {n} points but y has {ny}")
-    epochs = int(epochs)
-    if epochs < 0:
-        raise ValueError("epochs must be >= 0")
+    epochs = size(epochs, "epochs")
     sgd = Sgd(learning_rate, epochs)
     w_c = ctypes.c_float(w)
     losses = np.empty(epochs, np.float64)
-    h = ctx.handle
     check(C.nwattn_wmodel_train(h, ctypes.byref(sgd), n, d, dv, xo.ptr, xo.ld, yo.ptr, yo.ld,
                                 ctypes.byref(w_c), losses.ctypes.data), h,
           "nwattn_wmodel_train")
@@ -317,11 +326,10 @@ def weights_diagnostics(weights, *, ctx=None):
     """``nwattn_weights_diagnostics``: for each row of non-negative weights (m, n), the entropy
     of the normalised row (nats) and the effective number of neighbours. Returns (entropy,
     n_eff), float32 (m,) each."""
-    ctx = resolve(ctx)
+    h = handle_of(ctx)
     wo = A.input_operand(A.float_input(weights, "weights"), (), "weights")
     m, n = wo.array.shape
     entropy, n_eff = np.empty(m, A.F32), np.empty(m, A.F32)
-    h = ctx.handle
     check(C.nwattn_weights_diagnostics(h, m, n, wo.ptr, wo.ld, entropy.ctypes.data,
                                        n_eff.ctypes.data), h, "nwattn_weights_diagnostics")
     return entropy, n_eff
@@ -336,7 +344,7 @@ class Rng:
         self.seed(seed)
 
     def seed(self, seed):
-        C.nwattn_rng_seed(ctypes.byref(self._struct), int(seed) & (2 ** 64 - 1))
+        C.nwattn_rng_seed(ctypes.byref(self._struct), uint64(seed, "seed"))
 
     @property
     def state(self):
@@ -344,7 +352,7 @@ class Rng:
 
     @state.setter
     def state(self, value):
-        self._struct.state = int(value) & (2 ** 64 - 1)
+        self._struct.state = uint64(value, "state")
 
     def next(self):
         """The next 64-bit value (``nwattn_rng_next``)."""
@@ -371,14 +379,11 @@ class Rng:
 def dataset_generate(dataset, n, rng, *, ctx=None):
     """``nwattn_dataset_generate``: n pairs of "d2l" or "sine" (seed 1) data drawn from rng
     (an :class:`Rng`, advanced). Returns (x, y), float32 (n,) each."""
-    ctx = resolve(ctx)
+    h = handle_of(ctx)
     if not isinstance(rng, Rng):
         raise TypeError(f"rng: expected nwattn.Rng, got {type(rng).__name__}")
-    n = int(n)
-    if n < 0:
-        raise ValueError("n must be >= 0")
+    n = size(n, "n")
     x, y = np.empty(n, A.F32), np.empty(n, A.F32)
-    h = ctx.handle
     check(C.nwattn_dataset_generate(h, _enum(Dataset, dataset, "dataset"),
                                     ctypes.byref(rng._struct), n, x.ctypes.data, y.ctypes.data),
           h, "nwattn_dataset_generate")
@@ -387,10 +392,9 @@ def dataset_generate(dataset, n, rng, *, ctx=None):
 
 def dataset_truth(dataset, x, *, ctx=None):
     """``nwattn_dataset_truth``: the data set's noise-free function at x (float32, x's length)."""
-    ctx = resolve(ctx)
+    h = handle_of(ctx)
     xs = np.ascontiguousarray(A.float_input(x, "x", min_ndim=1).ravel())
     f = np.empty(xs.shape, A.F32)
-    h = ctx.handle
     check(C.nwattn_dataset_truth(h, _enum(Dataset, dataset, "dataset"), xs.size,
                                  xs.ctypes.data, f.ctypes.data), h, "nwattn_dataset_truth")
     return f

@@ -5,8 +5,8 @@ import ctypes
 import numpy as np
 
 from . import _arrays as A
-from ._capi import AttentionParams, C, PoolState as _PoolStateStruct
-from ._context import resolve
+from ._capi import AttentionParams, C, PoolState as _PoolStateStruct, size
+from ._context import handle_of
 from ._core import _MaskArgs, make_score
 from ._errors import check
 
@@ -14,12 +14,9 @@ from ._errors import check
 def positional_encoding(t, d, *, first=0, out=None, ctx=None):
     """``nwattn_positional_encoding``: d2l's sinusoidal encoding of positions first .. first+t-1,
     a (t, d) array: P[i, 2j] = sin(p / 10000^(2j/d)), P[i, 2j+1] = cos(p / 10000^(2j/d))."""
-    ctx = resolve(ctx)
-    t, d, first = int(t), int(d), int(first)
-    if min(t, d, first) < 0:
-        raise ValueError(f"t = {t}, d = {d} and first = {first} must be >= 0")
+    h = handle_of(ctx)
+    t, d, first = size(t, "t"), size(d, "d"), size(first, "first")
     po = A.output_operand(out, (t, d), "out")
-    h = ctx.handle
     check(C.nwattn_positional_encoding(h, t, d, first, po.ptr, po.ld), h,
           "nwattn_positional_encoding")
     return po.array
@@ -53,7 +50,7 @@ def attention(x_q, x_k=None, x_v=None, *, w_q, w_k, w_v, w_o=None, b_q=None, b_k
     weights: True or a C-contiguous (*batch, heads, t_q, t_kv) array for the per-head weights.
     Returns: Y (*batch, t_q, d_out or d_v), or (Y, weights).
     """
-    ctx = resolve(ctx)
+    h = handle_of(ctx)
     x_q = A.float_input(x_q, "x_q")
     x_k = x_q if x_k is None else A.float_input(x_k, "x_k")
     x_v = x_k if x_v is None else A.float_input(x_v, "x_v")
@@ -78,9 +75,7 @@ def attention(x_q, x_k=None, x_v=None, *, w_q, w_k, w_v, w_o=None, b_q=None, b_k
     if b_o is not None and w_o is None:
         raise ValueError("b_o needs w_o")
     b_o = _dense(b_o, "b_o", (d_out,), 1)
-    heads = int(heads)
-    if heads < 0:
-        raise ValueError(f"heads = {heads} must be >= 1")
+    heads = size(heads, "heads")  # 0 and heads not dividing d_qk, d_v: C refuses them
 
     def ptr(a):
         return None if a is None else a.ctypes.data
@@ -111,7 +106,6 @@ def attention(x_q, x_k=None, x_v=None, *, w_q, w_k, w_v, w_o=None, b_q=None, b_k
                                 "weights")
         flat.array = w_arr
         wo = flat
-    h = ctx.handle
     check(C.nwattn_attention(h, ctypes.byref(params), ctypes.byref(sc), mask, A.count(batch),
                              t_q, t_kv, *xq.args, *xk.args, *xv.args, *yo.args,
                              *(wo.args if wo else (None, 0, 0))), h, "nwattn_attention")
@@ -139,14 +133,26 @@ class PoolState:
         """(batch shape, m, dv)"""
         return self.acc.shape[:-2], self.acc.shape[-2], self.acc.shape[-1]
 
-    def _struct(self, name):
+    def _struct(self, name, written=True):
+        """The nwattn_pool_state and the operands it points to (keep them alive for the call).
+        A state C only reads (written=False) may be read-only or of any layout: it is passed
+        as an input, copied if need be; one C writes must be describable and writeable."""
         batch, m, dv = self.shape
-        acc = A.output_operand(self.acc, batch + (m, dv), f"{name}.acc")
-        mx = A.vector_output(self.max, batch + (m,), f"{name}.max")
-        sm = A.vector_output(self.sum, batch + (m,), f"{name}.sum")
+        if written:
+            acc = A.output_operand(self.acc, batch + (m, dv), f"{name}.acc")
+            mx = A.vector_output(self.max, batch + (m,), f"{name}.max")
+            sm = A.vector_output(self.sum, batch + (m,), f"{name}.sum")
+        else:
+            acc = A.input_operand(A.float_input(self.acc, f"{name}.acc"), batch, f"{name}.acc")
+            mx = A.vector_input(self.max, batch + (m,), f"{name}.max")
+            sm = A.vector_input(self.sum, batch + (m,), f"{name}.sum")
+            if A.count(batch) > 1 and mx.stride != sm.stride:  # make both dense
+                mx = A.vector_input(np.ascontiguousarray(mx.array), batch + (m,), f"{name}.max")
+                sm = A.vector_input(np.ascontiguousarray(sm.array), batch + (m,), f"{name}.sum")
         if A.count(batch) > 1 and mx.stride != sm.stride:
             raise ValueError(f"{name}: max and sum must have the same batch stride")
-        return _PoolStateStruct(acc.ptr, acc.ld, acc.stride, mx.ptr, sm.ptr, mx.stride)
+        return _PoolStateStruct(acc.ptr, acc.ld, acc.stride, mx.ptr, sm.ptr, mx.stride), \
+            (acc, mx, sm)
 
     def __repr__(self):
         batch, m, dv = self.shape
@@ -161,16 +167,14 @@ def pool_partial(q, k, v, *, key_offset=0, score="dot", scale=None, bandwidth=No
     hold those keys. Causal, leave-one-out and valid lengths count whole-problem keys;
     additive and keep are the shard's columns ((*batch, m, n), e.g. ``mask[..., a:b]``).
     state: a :class:`PoolState` to write (default: a new one). Returns the state."""
-    ctx = resolve(ctx)
+    h = handle_of(ctx)
     q, k, v = (A.float_input(x, name) for x, name in ((q, "q"), (k, "k"), (v, "v")))
     (m, d), (n, dk), (nv, dv) = q.shape[-2:], k.shape[-2:], v.shape[-2:]
     if dk != d:
         raise ValueError(f"q has d = {d} features but k has {dk}")
     if nv != n:
         raise ValueError(f"k has n = {n} keys but v has {nv} values")
-    key_offset = int(key_offset)
-    if key_offset < 0:
-        raise ValueError("key_offset must be >= 0")
+    key_offset = size(key_offset, "key_offset")
     masks = _MaskArgs(m, n, valid_lens, causal, leave_one_out, additive, keep)
     # Valid lengths count whole-problem keys, so they may exceed this shard's n.
     batch = A.broadcast_batch([("q", q.shape[:-2]), ("k", k.shape[:-2]),
@@ -182,8 +186,7 @@ def pool_partial(q, k, v, *, key_offset=0, score="dot", scale=None, bandwidth=No
         state = PoolState.empty(batch, m, dv)
     elif state.shape != (batch, m, dv):
         raise ValueError(f"state: shape {state.shape}, expected {(batch, m, dv)}")
-    st = state._struct("state")
-    h = ctx.handle
+    st, alive = state._struct("state")
     check(C.nwattn_pool_partial(h, ctypes.byref(sc), mask, A.count(batch), m, n, d, dv,
                                 key_offset, *qo.args, *ko.args, *vo.args, ctypes.byref(st)),
           h, "nwattn_pool_partial")
@@ -193,12 +196,12 @@ def pool_partial(q, k, v, *, key_offset=0, score="dot", scale=None, bandwidth=No
 def merge_states(into, other, *, ctx=None):
     """``nwattn_pool_state_merge``: into = into merged with other (disjoint key subsets);
     returns into."""
-    ctx = resolve(ctx)
+    h = handle_of(ctx)
     if into.shape != other.shape:
         raise ValueError(f"states of different shapes: {into.shape} and {other.shape}")
     batch, m, dv = into.shape
-    a, b = into._struct("into"), other._struct("other")
-    h = ctx.handle
+    a, alive_a = into._struct("into")  # the operands stay alive until the call returns
+    b, alive_b = other._struct("other", written=False)
     check(C.nwattn_pool_state_merge(h, A.count(batch), m, dv, ctypes.byref(a),
                                     ctypes.byref(b)), h, "nwattn_pool_state_merge")
     return into
@@ -208,14 +211,13 @@ def finish_state(state, *, out=None, lse=None, ctx=None):
     """``nwattn_pool_state_finish``: O = acc / sum (*batch, m, dv), and with ``lse`` (True or
     an array (*batch, m)) also max + log(sum). ``out=state.acc`` finishes in place.
     Returns O, or (O, lse)."""
-    ctx = resolve(ctx)
+    h = handle_of(ctx)
     batch, m, dv = state.shape
-    st = state._struct("state")
+    st, alive = state._struct("state", written=False)
     oo = A.output_operand(out, batch + (m, dv), "out")
     lo = None
     if lse is not None and lse is not False:
         lo = A.vector_output(None if lse is True else lse, batch + (m,), "lse")
-    h = ctx.handle
     check(C.nwattn_pool_state_finish(h, A.count(batch), m, dv, ctypes.byref(st), *oo.args,
                                      lo.ptr if lo else None, lo.stride if lo else 0), h,
           "nwattn_pool_state_finish")

@@ -92,6 +92,7 @@ def enum_values(prefix):
     ("NWATTN_ROW_", nwattn.RowFlag.__members__),
     ("NWATTN_RULE_", nwattn.BandwidthRule.__members__),
     ("NWATTN_DATASET_", nwattn.Dataset.__members__),
+    ("NWATTN_VARIANCE_", nwattn.Variance.__members__),
 ])
 def test_enum_values_match_header(prefix, enum):
     assert enum_values(prefix) == {k: int(v) for k, v in enum.items()}
@@ -124,7 +125,11 @@ def struct_fields(name):
                                           ("nwattn_cv_options", _capi.CvOptions),
                                           ("nwattn_cv_report", _capi.CvReport),
                                           ("nwattn_sgd", _capi.Sgd),
-                                          ("nwattn_rng", _capi.Rng)])
+                                          ("nwattn_rng", _capi.Rng),
+                                          ("nwattn_fit_summary", nwattn._stats._FitSummary),
+                                          ("nwattn_pool_upstream", _capi.PoolUpstream),
+                                          ("nwattn_pool_grads", _capi.PoolGrads),
+                                          ("nwattn_attention_grads", _capi.AttentionGrads)])
 def test_struct_fields_match_header(name, struct):
     assert struct_fields(name) == [f[0] for f in struct._fields_]
 

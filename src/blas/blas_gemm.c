@@ -11,8 +11,11 @@
 
 static size_t min_size(size_t a, size_t b) { return a < b ? a : b; }
 
-void nw_blas_sgemm(int transpose_b, size_t m, size_t n, size_t k, float alpha, const float *a,
-                   size_t lda, const float *b, size_t ldb, float beta, float *c, size_t ldc) {
+/* c = alpha · op(a) · op(b) + beta · c in chunks whose every dimension fits the BLAS limit;
+ * op(a) is m×k (a^T: a is k×m), op(b) k×n (b^T: b is n×k). */
+static void sgemm_split(int transpose_a, int transpose_b, size_t m, size_t n, size_t k,
+                        float alpha, const float *a, size_t lda, const float *b, size_t ldb,
+                        float beta, float *c, size_t ldc) {
     const size_t limit = NW_BLAS_DIM_LIMIT;
     for (size_t i0 = 0; i0 < m; i0 += limit) {
         size_t mb = min_size(limit, m - i0);
@@ -20,14 +23,25 @@ void nw_blas_sgemm(int transpose_b, size_t m, size_t n, size_t k, float alpha, c
             size_t nb = min_size(limit, n - j0);
             for (size_t p0 = 0; p0 < k; p0 += limit) {
                 size_t kb = min_size(limit, k - p0);
+                const float *ablock = transpose_a ? a + p0 * lda + i0 : a + i0 * lda + p0;
                 const float *bblock = transpose_b ? b + j0 * ldb + p0 : b + p0 * ldb + j0;
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, transpose_b ? CblasTrans : CblasNoTrans,
-                            (blasint)mb, (blasint)nb, (blasint)kb, alpha, a + i0 * lda + p0,
-                            (blasint)lda, bblock, (blasint)ldb, p0 == 0 ? beta : 1.0f,
-                            c + i0 * ldc + j0, (blasint)ldc);
+                cblas_sgemm(CblasRowMajor, transpose_a ? CblasTrans : CblasNoTrans,
+                            transpose_b ? CblasTrans : CblasNoTrans, (blasint)mb, (blasint)nb,
+                            (blasint)kb, alpha, ablock, (blasint)lda, bblock, (blasint)ldb,
+                            p0 == 0 ? beta : 1.0f, c + i0 * ldc + j0, (blasint)ldc);
             }
         }
     }
+}
+
+void nw_blas_sgemm(int transpose_b, size_t m, size_t n, size_t k, float alpha, const float *a,
+                   size_t lda, const float *b, size_t ldb, float beta, float *c, size_t ldc) {
+    sgemm_split(0, transpose_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+void nw_blas_sgemm_tn(size_t m, size_t n, size_t k, float alpha, const float *a, size_t lda,
+                      const float *b, size_t ldb, float beta, float *c, size_t ldc) {
+    sgemm_split(1, 0, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
 /* y = A x for A m×k (row pitch lda), x with increment incx, y with increment incy. */

@@ -17,6 +17,10 @@
 void nw_blas_sgemm(int transpose_b, size_t m, size_t n, size_t k, float alpha, const float *a,
                    size_t lda, const float *b, size_t ldb, float beta, float *c, size_t ldc);
 
+/* c = alpha · a^T · b + beta · c with a k×m, b k×n, c m×n (the backward's P^T dO, dS^T Q). */
+void nw_blas_sgemm_tn(size_t m, size_t n, size_t k, float alpha, const float *a, size_t lda,
+                      const float *b, size_t ldb, float beta, float *c, size_t ldc);
+
 size_t nw_blas_scores_workspace(const nw_score *score, size_t m, size_t n, size_t d);
 void nw_blas_scores(const nw_simd *simd, const nw_score *score, size_t m, size_t n, size_t d,
                     const float *q, size_t ldq, const float *k, size_t ldk, float *t, size_t ldt,

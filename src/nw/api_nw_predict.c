@@ -101,6 +101,49 @@ static void predict_unit(void *arg, size_t unit, size_t worker) {
     plan->partial[unit * (3 + d)] = (double)flagged;
 }
 
+nwattn_status nw_query_plan(nwattn_context *ctx, const nw_model *mod, size_t m, size_t n,
+                            const float *x, size_t ldx, const float *y, size_t ldy,
+                            const float *bandwidths, nw_plan *plan) {
+    int fast;
+    NW_TRY(nw_select_fast(ctx, &fast));
+    const size_t threads = fast ? ctx->workers.threads : 1, units = nw_units(m);
+    size_t bytes = nw_plan_bytes(mod, fast, n, threads, units);
+    if (bytes == SIZE_MAX)
+        return nw_fail(ctx, NWATTN_ERR_OVERFLOW, "working memory for n = %zu overflows", n);
+    void *mem;
+    NW_TRY(nw_workspace(ctx, bytes, &mem));
+    nw_plan_init(plan, mod, fast, n, x, ldx, y, ldy, threads, units, mem);
+    plan->team = &ctx->workers;
+    for (size_t k = 0; k < mod->d; k++) {
+        plan->inv_h[k] = 1.0 / (double)bandwidths[k];
+        plan->inv_hf[k] = (float)plan->inv_h[k];
+    }
+    return NWATTN_OK;
+}
+
+/* nw_query_plan for the fast sums: the plan with its fast-sum part, then the queries' order
+ * (m + 3 (blocks + 1) size_t) in *scratch. */
+static nwattn_status fastsum_plan(nwattn_context *ctx, const nw_model *mod, size_t m, size_t n,
+                                  const float *x, size_t ldx, const float *y, size_t ldy,
+                                  const float *bandwidths, nw_plan *plan, size_t **scratch) {
+    const size_t threads = ctx->workers.threads, units = nw_units(m);
+    size_t bytes = nw_plan_bytes(mod, NW_PATH_FASTSUM, n, threads, units), order = 0;
+    if (bytes == SIZE_MAX || !nw_add(bytes, sizeof(size_t) - 1, &bytes) ||
+        !nw_add(m, 3 * (n / NW_FS_BLOCK + 2), &order) || !nw_mul(order, sizeof(size_t), &order) ||
+        !nw_add(bytes / sizeof(size_t) * sizeof(size_t), order, &bytes))
+        return nw_fail(ctx, NWATTN_ERR_OVERFLOW, "working memory for n = %zu overflows", n);
+    void *mem;
+    NW_TRY(nw_workspace(ctx, bytes, &mem));
+    nw_plan_init(plan, mod, NW_PATH_FASTSUM, n, x, ldx, y, ldy, threads, units, mem);
+    plan->team = &ctx->workers;
+    for (size_t k = 0; k < mod->d; k++) {
+        plan->inv_h[k] = 1.0 / (double)bandwidths[k];
+        plan->inv_hf[k] = (float)plan->inv_h[k];
+    }
+    *scratch = (size_t *)(void *)((char *)mem + (bytes - order));
+    return NWATTN_OK;
+}
+
 nwattn_status nwattn_nw_predict(nwattn_context *ctx, const nwattn_regression *model,
                                 const float *bandwidths, size_t m, size_t n, size_t d, size_t dv,
                                 const float *xq, size_t ldq, const float *x, size_t ldx,
@@ -148,33 +191,17 @@ nwattn_status nwattn_nw_predict(nwattn_context *ctx, const nwattn_regression *mo
         return NWATTN_OK;
     }
 
-    const size_t threads = fast ? ctx->workers.threads : 1, units = nw_units(m);
-    size_t bytes = nw_plan_bytes(&mod, fast, n, threads, units), order = 0;
-    /* the fast sums' query order after the plan (m + 3 (blocks + 1) size_t) */
-    if (bytes != SIZE_MAX && fast == NW_PATH_FASTSUM &&
-        (!nw_add(bytes, sizeof(size_t) - 1, &bytes) || !nw_add(m, 3 * (n / NW_FS_BLOCK + 2), &order) ||
-         !nw_mul(order, sizeof(size_t), &order) ||
-         !nw_add(bytes / sizeof(size_t) * sizeof(size_t), order, &bytes)))
-        bytes = SIZE_MAX;
-    if (bytes == SIZE_MAX)
-        return nw_fail(ctx, NWATTN_ERR_OVERFLOW, "working memory for n = %zu overflows", n);
-    void *mem;
-    NW_TRY(nw_workspace(ctx, bytes, &mem));
     nw_plan plan;
-    nw_plan_init(&plan, &mod, fast, n, x, ldx, y, ldy, threads, units, mem);
-    plan.team = &ctx->workers;
-    for (size_t k = 0; k < d; k++) {
-        plan.inv_h[k] = 1.0 / (double)bandwidths[k];
-        plan.inv_hf[k] = (float)plan.inv_h[k];
-    }
     size_t flagged = 0;
     if (fast == NW_PATH_FASTSUM) {
-        size_t *scratch = (size_t *)(void *)((char *)mem + (bytes - order));
+        size_t *scratch;
+        NW_TRY(fastsum_plan(ctx, &mod, m, n, x, ldx, y, ldy, bandwidths, &plan, &scratch));
         flagged = nw_fs_predict(&plan, m, xq, ldq, yq, ldyq, row_flags, scratch);
     } else {
+        NW_TRY(nw_query_plan(ctx, &mod, m, n, x, ldx, y, ldy, bandwidths, &plan));
         predict_job job = {&plan, m, xq, ldq, yq, ldyq, weights, ldw, row_flags};
-        nw_parallel_for(&ctx->workers, threads, units, predict_unit, &job);
-        for (size_t u = 0; u < units; u++)
+        nw_parallel_for(&ctx->workers, plan.threads, plan.units, predict_unit, &job);
+        for (size_t u = 0; u < plan.units; u++)
             flagged += (size_t)plan.partial[u * (3 + d)];
     }
     if (n_flagged != NULL)

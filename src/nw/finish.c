@@ -22,11 +22,11 @@ void nw_sums_init(nw_sums *s, double *mem, const nw_model *model, int grad) {
     s->db = grad ? s->dm + model->d * p * p : NULL;
 }
 
-/* Cholesky factor (p×p), solution (p×dv), right-hand side (p×dv), dpocon's work (3p) and
- * iwork (p ints, given p doubles). */
+/* Cholesky factor (p×p), its diagonal scaling (p), solution (p×dv), right-hand side (p×dv),
+ * dpocon's work (3p) and iwork (p ints, given p doubles). */
 size_t nw_finish_work_doubles(const nw_model *model) {
     const size_t p = model->p, dv = model->dv;
-    return p * p + 2 * p * (dv > 0 ? dv : 1) + 4 * p;
+    return p * p + 2 * p * (dv > 0 ? dv : 1) + 5 * p;
 }
 
 /* Symmetric element (a, b) of a column-major matrix holding its upper triangle. */
@@ -84,12 +84,18 @@ static int solve_2x2(const nw_model *model, const double *f, double *rhs, size_t
     return 0;
 }
 
-/* Returns 0 when M is well enough conditioned (factor filled), 1 when singular. */
+/* Returns 0 when M is well enough conditioned (factor filled), 1 when singular. The test is
+ * taken on the equilibrated matrix D M D, D = diag(M)^(-1/2) = [1 r; r 1] with
+ * r = b / sqrt(ac): its 1-norm reciprocal condition number is (1 - r^2) / (1 + |r|)^2. In the
+ * coordinates divided by h, M itself has rcond ~ (spread / h)^2 and would fail for every large
+ * h, although the fit tends to the well-posed global least-squares line there. */
 static int factor_2x2(const double *m, double *factor) {
     const double a = m[0], b = m[2], c = m[3];
     const double det = a * c - b * b;
-    const double norm = fmax(fabs(a) + fabs(b), fabs(b) + fabs(c)); /* 1-norm of M and of adj M */
-    if (!(det > 0.0) || !(det >= NW_LL_RCOND_MIN * norm * norm))
+    if (!(a > 0.0) || !(c > 0.0) || !(det > 0.0))
+        return 1;
+    const double r = fabs(b) / sqrt(a * c);
+    if (!(det / (a * c) >= NW_LL_RCOND_MIN * (1.0 + r) * (1.0 + r)))
         return 1;
     factor[0] = a;
     factor[1] = b;
@@ -99,21 +105,43 @@ static int factor_2x2(const double *m, double *factor) {
 }
 
 /* ---- LAPACKE (any p): column-major, so that no LAPACKE call allocates -------------------- */
+/* The factor is that of the equilibrated D M D, D = diag(M)^(-1/2) (stored in the p doubles
+ * after it): M^-1 r = D (D M D)^-1 D r. The condition test is thereby invariant to the scale
+ * of each coordinate, in particular to h (see factor_2x2). */
 static int solve_chol(const nw_model *model, const double *factor, double *rhs, size_t nrhs) {
-    const lapack_int p = (lapack_int)model->p;
-    return (int)LAPACKE_dpotrs_work(LAPACK_COL_MAJOR, 'U', p, (lapack_int)nrhs, factor, p, rhs, p);
+    const size_t p = model->p;
+    const double *scale = factor + p * p;
+    for (size_t c = 0; c < nrhs; c++)
+        for (size_t a = 0; a < p; a++)
+            rhs[a + c * p] *= scale[a];
+    const lapack_int pi = (lapack_int)p;
+    int info =
+        (int)LAPACKE_dpotrs_work(LAPACK_COL_MAJOR, 'U', pi, (lapack_int)nrhs, factor, pi, rhs, pi);
+    for (size_t c = 0; c < nrhs; c++)
+        for (size_t a = 0; a < p; a++)
+            rhs[a + c * p] *= scale[a];
+    return info;
 }
 
 static int factor_chol(const nw_model *model, const double *m, double *factor, double *work) {
     const size_t p = model->p;
-    double norm = 0.0; /* 1-norm of the symmetric M */
+    double *scale = factor + p * p;
+    for (size_t a = 0; a < p; a++) {
+        const double diag = m[a + a * p];
+        if (!(diag > 0.0))
+            return 1;
+        scale[a] = 1.0 / sqrt(diag);
+    }
+    for (size_t b = 0; b < p; b++)
+        for (size_t a = 0; a <= b; a++)
+            factor[a + b * p] = m[a + b * p] * scale[a] * scale[b];
+    double norm = 0.0; /* 1-norm of the symmetric D M D */
     for (size_t b = 0; b < p; b++) {
         double column = 0.0;
         for (size_t a = 0; a < p; a++)
-            column += fabs(sym(m, p, a, b));
+            column += fabs(sym(factor, p, a, b));
         norm = fmax(norm, column);
     }
-    memcpy(factor, m, p * p * sizeof(double));
     const lapack_int pi = (lapack_int)p;
     if (LAPACKE_dpotrf_work(LAPACK_COL_MAJOR, 'U', pi, factor, pi) != 0)
         return 1;
@@ -135,7 +163,8 @@ unsigned nw_finish_row(const nw_model *model, const nw_sums *s, int closed_form,
         local_constant(model, s, yhat, dyhat, coef);
         return 0;
     }
-    double *factor = work, *beta = factor + p * p, *rhs = beta + p * dv, *scratch = rhs + p * dv;
+    double *factor = work, *beta = factor + p * p + p, *rhs = beta + p * dv,
+           *scratch = rhs + p * dv;
     const int two = closed_form && p == 2;
     const solve_fn solve = two ? solve_2x2 : solve_chol;
     const int singular = two ? factor_2x2(s->m, factor) : factor_chol(model, s->m, factor, scratch);
@@ -155,4 +184,12 @@ unsigned nw_finish_row(const nw_model *model, const nw_sums *s, int closed_form,
         solve(model, factor, coef, 1);
     }
     return 0;
+}
+
+void nw_finish_solve(const nw_model *model, int closed_form, const double *work, double *rhs,
+                     size_t nrhs) {
+    if (closed_form && model->p == 2)
+        solve_2x2(model, work, rhs, nrhs);
+    else
+        solve_chol(model, work, rhs, nrhs);
 }

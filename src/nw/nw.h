@@ -63,6 +63,11 @@ size_t nw_finish_work_doubles(const nw_model *model);
 unsigned nw_finish_row(const nw_model *model, const nw_sums *s, int closed_form, double *work,
                        double *yhat, double *dyhat, double *coef);
 
+/* After nw_finish_row returned 0 for a local linear row (closed_form as given to it), solves
+ * M x = rhs (p×nrhs, column-major) in place with the factor it left in work. */
+void nw_finish_solve(const nw_model *model, int closed_form, const double *work, double *rhs,
+                     size_t nrhs);
+
 /* ---- The nearest training points (empty-row policy) ---------------------------------------- */
 /* The mean y (dv doubles) of the training points at the smallest scaled distance from q
  * (excluding index skip; SIZE_MAX for none), ties sharing equally; returns their count (0 when
@@ -120,6 +125,20 @@ void nw_ref_row(const nw_model *model, size_t n, const float *x, size_t ldx, con
                 size_t ldy, const float *q, const double *inv_h, size_t skip, nw_sums *s);
 void nw_ref_row_weights(const nw_model *model, size_t n, const float *x, size_t ldx, const float *q,
                         const double *inv_h, size_t skip, const double *coef, float *weights);
+/* nw_ref_row with observation weights obs (n floats >= 0; NULL: all 1): each point's kernel
+ * weight is multiplied by its obs weight, except point skip, which weighs keep instead (0:
+ * left out; SIZE_MAX: none). */
+void nw_ref_row_obs(const nw_model *model, size_t n, const float *x, size_t ldx, const float *y,
+                    size_t ldy, const float *q, const double *inv_h, const float *obs, size_t skip,
+                    double keep, nw_sums *s);
+/* The smoother weights of one row, in double (obs, skip, keep as nw_ref_row_obs): ell[j] the
+ * weight of y_j in yhat(q); dell[k·n + j] (optional) its weight in d yhat / d q_k. coef is
+ * p×p, column-major: column c = M^-1 e_c from nw_finish_solve (local linear), or coef[0] =
+ * 1 / sum of the weights (local constant). d <= NW_SMOOTHER_MAX_D when dell is given. */
+#define NW_SMOOTHER_MAX_D 64
+void nw_ref_smoother_row(const nw_model *model, size_t n, const float *x, size_t ldx,
+                         const float *q, const double *inv_h, const float *obs, size_t skip,
+                         double keep, const double *coef, double *ell, double *dell);
 
 /* Kernel weight and G = -2 K'(t) in double, shifted for the Gaussian and Laplace kernels:
  * the weight returned is K(t) / K(t_near). */
@@ -169,6 +188,12 @@ void nw_plan_init(nw_plan *plan, const nw_model *model, int fast, size_t n, cons
 void nw_plan_bandwidths(nw_plan *plan, const double *h);
 /* The units needed for rows rows. */
 static inline size_t nw_units(size_t rows) { return (rows + NW_UNIT_ROWS - 1) / NW_UNIT_ROWS; }
+
+/* A plan for m query rows of nwattn_nw_predict and its backward: the row engine the context's
+ * backend asks for, its working memory from ctx, the bandwidths set. */
+nwattn_status nw_query_plan(nwattn_context *ctx, const nw_model *mod, size_t m, size_t n,
+                            const float *x, size_t ldx, const float *y, size_t ldy,
+                            const float *bandwidths, nw_plan *plan);
 
 /* CV at bandwidths h (d values, all > 0); grad (optional, d values) receives dCV/dh_k.
  * Returns the number of flagged leave-one-out rows; *cv is +INFINITY if one is empty. The

@@ -67,14 +67,19 @@ static double distance(size_t d, const float *xj, const float *q, const double *
     return t;
 }
 
+/* Observation weight of point j: obs[j] (1 without), keep for the point left out. */
+static double obs_weight(const float *obs, size_t j, size_t skip, double keep) {
+    return j == skip ? keep : obs != NULL ? (double)obs[j] : 1.0;
+}
+
 /* The shift of the Gaussian and Laplace weights: the smallest t over the points kept. */
 static double nearest_t(const nw_model *model, size_t n, const float *x, size_t ldx, const float *q,
-                        const double *inv_h, size_t skip) {
+                        const double *inv_h, const float *obs, size_t skip, double keep) {
     if (nw_kernel_compact(model->kernel))
         return 0.0;
     double best = INFINITY;
     for (size_t j = 0; j < n; j++)
-        if (j != skip)
+        if (obs_weight(obs, j, skip, keep) > 0.0)
             best = fmin(best, distance(model->d, x + j * ldx, q, inv_h));
     return best;
 }
@@ -94,16 +99,25 @@ static void add_point(const nw_model *model, double w, const float *xj, const fl
 
 void nw_ref_row(const nw_model *model, size_t n, const float *x, size_t ldx, const float *y,
                 size_t ldy, const float *q, const double *inv_h, size_t skip, nw_sums *s) {
+    nw_ref_row_obs(model, n, x, ldx, y, ldy, q, inv_h, NULL, skip, 0.0, s);
+}
+
+void nw_ref_row_obs(const nw_model *model, size_t n, const float *x, size_t ldx, const float *y,
+                    size_t ldy, const float *q, const double *inv_h, const float *obs, size_t skip,
+                    double keep, nw_sums *s) {
     const size_t d = model->d, p = model->p, dv = model->dv;
-    const double t_near = nearest_t(model, n, x, ldx, q, inv_h, skip);
+    const double t_near = nearest_t(model, n, x, ldx, q, inv_h, obs, skip, keep);
     if (!(t_near < INFINITY))
         return; /* no point left: the sums stay zero, the row is empty */
     for (size_t j = 0; j < n; j++) {
-        if (j == skip)
+        const double wj = obs_weight(obs, j, skip, keep);
+        if (!(wj > 0.0))
             continue;
         const float *xj = x + j * ldx, *yj = y + j * ldy;
         double g;
-        const double k = nw_ref_kernel(model->kernel, distance(d, xj, q, inv_h), t_near, &g);
+        const double k =
+            wj * nw_ref_kernel(model->kernel, distance(d, xj, q, inv_h), t_near, &g);
+        g *= wj;
         add_point(model, k, xj, yj, q, inv_h, s->m, s->b);
         if (s->dm == NULL)
             continue;
@@ -116,7 +130,7 @@ void nw_ref_row(const nw_model *model, size_t n, const float *x, size_t ldx, con
 
 void nw_ref_row_weights(const nw_model *model, size_t n, const float *x, size_t ldx, const float *q,
                         const double *inv_h, size_t skip, const double *coef, float *weights) {
-    const double t_near = nearest_t(model, n, x, ldx, q, inv_h, skip);
+    const double t_near = nearest_t(model, n, x, ldx, q, inv_h, NULL, skip, 0.0);
     for (size_t j = 0; j < n; j++) {
         weights[j] = 0.0f;
         if (j == skip || !(t_near < INFINITY))
@@ -128,5 +142,55 @@ void nw_ref_row_weights(const nw_model *model, size_t n, const float *x, size_t 
         for (size_t a = 0; a < model->p; a++)
             factor += coef[a] * z_of(xj, q, inv_h, a);
         weights[j] = (float)(k * factor);
+    }
+}
+
+void nw_ref_smoother_row(const nw_model *model, size_t n, const float *x, size_t ldx,
+                         const float *q, const double *inv_h, const float *obs, size_t skip,
+                         double keep, const double *coef, double *ell, double *dell) {
+    const size_t d = model->d, p = model->p;
+    const double t_near = nearest_t(model, n, x, ldx, q, inv_h, obs, skip, keep);
+    /* local constant derivative: sum_j w_j G_j u_kj / sum_j w_j K_j, subtracted below */
+    double centre[NW_SMOOTHER_MAX_D];
+    for (size_t k = 0; k < d && dell != NULL && p == 1; k++) {
+        centre[k] = 0.0;
+        for (size_t j = 0; j < n; j++) {
+            const double wj = obs_weight(obs, j, skip, keep);
+            if (!(wj > 0.0) || !(t_near < INFINITY))
+                continue;
+            const float *xj = x + j * ldx;
+            double g;
+            (void)nw_ref_kernel(model->kernel, distance(d, xj, q, inv_h), t_near, &g);
+            centre[k] += wj * g * coordinate(xj, q, inv_h, k) * coef[0];
+        }
+    }
+    for (size_t j = 0; j < n; j++) {
+        const double wj = obs_weight(obs, j, skip, keep);
+        ell[j] = 0.0;
+        for (size_t k = 0; dell != NULL && k < d; k++)
+            dell[k * n + j] = 0.0;
+        if (!(wj > 0.0) || !(t_near < INFINITY))
+            continue;
+        const float *xj = x + j * ldx;
+        double g;
+        const double kw =
+            wj * nw_ref_kernel(model->kernel, distance(d, xj, q, inv_h), t_near, &g);
+        /* column c of coef is M^-1 e_c (p×p, column-major); local constant: coef[0] = 1/sum */
+        double factor = 0.0;
+        for (size_t a = 0; a < p; a++)
+            factor += coef[a] * z_of(xj, q, inv_h, a);
+        ell[j] = kw * factor;
+        for (size_t k = 0; dell != NULL && k < d; k++) {
+            if (p == 1) {
+                dell[k * n + j] = (wj * g * coordinate(xj, q, inv_h, k) * coef[0] -
+                                   kw * coef[0] * centre[k]) *
+                                  inv_h[k];
+            } else {
+                double slope = 0.0;
+                for (size_t a = 0; a < p; a++)
+                    slope += coef[(k + 1) * p + a] * z_of(xj, q, inv_h, a);
+                dell[k * n + j] = kw * slope * inv_h[k];
+            }
+        }
     }
 }

@@ -191,7 +191,11 @@ static int refine_1d(search *s, const double *xs, const double *fs, double *gs, 
     return bracketed(s, a, fa, ga, b, fb, gb, tol);
 }
 
-/* ---- d > 1: BFGS on log h within the grid's box -------------------------------------------- */
+/* ---- d > 1: BFGS on log h ------------------------------------------------------------------ */
+/* The search is free (statsmodels' is too): the grid only picks its start. It is bounded to
+ * start · e^(±27.6) = start · [1e-12, 1e12] only to keep h and 1/h finite floats: beyond that
+ * every float32 weight is already that of h = 0 (nearest points) or h = infinity. */
+#define BFGS_LOG_RANGE 27.631021115928547
 typedef struct bfgs_mem {
     double *theta, *grad, *trial, *trial_grad, *dir, *step, *dgrad, *hinv, *lo, *hi, *hbuf;
 } bfgs_mem;
@@ -416,10 +420,10 @@ nwattn_status nwattn_nw_select_bandwidth(nwattn_context *ctx, const nwattn_regre
     } else {
         bfgs_mem m = {vec,         vec + d,      vec + 2 * d, vec + 3 * d, vec + 4 * d, vec + 5 * d,
                       vec + 6 * d, vec + 11 * d, vec + 7 * d, vec + 8 * d, vec + 9 * d};
-        for (size_t k = 0; k < d; k++) {
+        for (size_t k = 0; k < d; k++) { /* no box: only where float weights stop changing */
             m.theta[k] = log(start[k]) + xs[best];
-            m.lo[k] = log(start[k]) + lo;
-            m.hi[k] = log(start[k]) + hi;
+            m.lo[k] = log(start[k]) - BFGS_LOG_RANGE;
+            m.hi[k] = log(start[k]) + BFGS_LOG_RANGE;
         }
         double f = eval_log(&s, m.theta, m.grad, m.hbuf);
         converged = isfinite(f) ? bfgs(&s, &m, f, opt.tolerance) : 0;

@@ -3,15 +3,15 @@
 # libnwattn.so.VERSION, its SONAME libnwattn.so.SOVERSION (a link to the real file) and the
 # development link libnwattn.so (a link to the SONAME).
 #
-# usage: check_soname.sh READELF LIBDIR VERSION SOVERSION
+# usage: check_soname.sh READELF LIBDIR VERSION SOVERSION [NAME]   (NAME: libnwattn)
 set -euo pipefail
-readelf_tool=$1 libdir=$2 version=$3 soversion=$4
+readelf_tool=$1 libdir=$2 version=$3 soversion=$4 name=${5:-libnwattn}
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
-real="libnwattn.so.$version"
-soname="libnwattn.so.$soversion"
-devlink="libnwattn.so"
+real="$name.so.$version"
+soname="$name.so.$soversion"
+devlink="$name.so"
 
 [[ -f $libdir/$real && ! -L $libdir/$real ]] || fail "$libdir/$real is not a regular file"
 [[ -L $libdir/$soname ]] || fail "$libdir/$soname is not a symbolic link"

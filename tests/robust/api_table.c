@@ -304,6 +304,42 @@ static int agree_average(const at_case *r, const at_case *x) {
     return 1;
 }
 
+/* ---- nwattn_pool_backward ------------------------------------------------------------------- */
+enum { PB_BATCH, PB_M, PB_N, PB_D, PB_DV };
+enum { PB_Q, PB_K, PB_V, PB_O, PB_LSE, PB_DO, PB_DQ, PB_DK, PB_DVO, PB_DPARAM };
+
+/* Whether the case's score has per-dimension bandwidths (its parameter gradient has d). */
+static int backward_per_dim(const at_case *c) {
+    const int distance =
+        c->score.kind == NWATTN_SCORE_GAUSSIAN || c->score.kind == NWATTN_SCORE_LAPLACE;
+    return distance && c->op_bandwidths >= 0 && !(c->cfg.absent >> c->op_bandwidths & 1u);
+}
+
+static void backward_param_shape(const at_case *c, size_t *items, size_t *rows, size_t *cols) {
+    *items = *rows = 1;
+    *cols = backward_per_dim(c) ? c->dim[PB_D] : 1;
+}
+
+static nwattn_status invoke_backward(nwattn_context *ctx, const at_case *c) {
+    const nwattn_pool_upstream up = {F(c, PB_O), LD(c, PB_O), ST(c, PB_O), F(c, PB_LSE),
+                                     ST(c, PB_LSE), F(c, PB_DO), LD(c, PB_DO), ST(c, PB_DO)};
+    nwattn_pool_grads g = {F(c, PB_DQ), LD(c, PB_DQ), ST(c, PB_DQ), F(c, PB_DK), LD(c, PB_DK),
+                           ST(c, PB_DK), F(c, PB_DVO), LD(c, PB_DVO), ST(c, PB_DVO),
+                           NULL, NULL, NULL};
+    const int scaled = c->score.kind == NWATTN_SCORE_DOT || c->score.kind == NWATTN_SCORE_COSINE;
+    if (scaled)
+        g.d_scale = F(c, PB_DPARAM);
+    else if (backward_per_dim(c))
+        g.d_bandwidths = F(c, PB_DPARAM);
+    else
+        g.d_bandwidth = F(c, PB_DPARAM);
+    return nwattn_pool_backward(ctx, SCORE(c), MASK(c), D(c, PB_BATCH), D(c, PB_M), D(c, PB_N),
+                                D(c, PB_D), D(c, PB_DV), F(c, PB_Q), LD(c, PB_Q), ST(c, PB_Q),
+                                F(c, PB_K), LD(c, PB_K), ST(c, PB_K), F(c, PB_V), LD(c, PB_V),
+                                ST(c, PB_V), (c->null_structs & 1u) ? NULL : &up,
+                                (c->null_structs & 2u) ? NULL : &g);
+}
+
 /* ---- nwattn_pool_partial -------------------------------------------------------------------- */
 enum { PP_BATCH, PP_M, PP_N, PP_D, PP_DV, PP_OFFSET };
 enum { PP_Q, PP_K, PP_V, PP_ACC, PP_MAX, PP_SUM };
@@ -409,6 +445,36 @@ static void attention_y_shape(const at_case *c, size_t *items, size_t *rows, siz
                                        : sat_mul(c->dim[AN_HEADS], c->dim[AN_DVH]);
 }
 
+/* ---- nwattn_attention_backward (biases of K, V and O and dw_o left out: operand limit) ---- */
+enum { AB_XQ, AB_XK, AB_XV, AB_WQ, AB_WK, AB_WV, AB_WO, AB_BQ, AB_DY, AB_DXQ, AB_DXK, AB_DXV,
+       AB_DWQ, AB_DWK, AB_DWV, AB_DBQ, AB_DSCORE };
+
+static void attention_param_shape(const at_case *c, size_t *items, size_t *rows, size_t *cols) {
+    *items = *rows = 1;
+    *cols = !c->score_null && backward_per_dim(c) ? c->dim[AN_DH] : 1;
+}
+
+static nwattn_status invoke_attention_backward(nwattn_context *ctx, const at_case *c) {
+    const nwattn_attention_params p = {
+        .heads = D(c, AN_HEADS),
+        .d_q_in = D(c, AN_DQIN), .d_k_in = D(c, AN_DKIN), .d_v_in = D(c, AN_DVIN),
+        .d_qk = sat_mul(D(c, AN_HEADS), D(c, AN_DH)),
+        .d_v = sat_mul(D(c, AN_HEADS), D(c, AN_DVH)),
+        .d_out = D(c, AN_DOUT),
+        .w_q = F(c, AB_WQ), .w_k = F(c, AB_WK), .w_v = F(c, AB_WV), .w_o = F(c, AB_WO),
+        .b_q = F(c, AB_BQ),
+    };
+    const nwattn_attention_grads g = {
+        F(c, AB_DXQ), LD(c, AB_DXQ), ST(c, AB_DXQ), F(c, AB_DXK), LD(c, AB_DXK), ST(c, AB_DXK),
+        F(c, AB_DXV), LD(c, AB_DXV), ST(c, AB_DXV), F(c, AB_DWQ), F(c, AB_DWK), F(c, AB_DWV),
+        NULL, F(c, AB_DBQ), NULL, NULL, NULL, F(c, AB_DSCORE)};
+    return nwattn_attention_backward(
+        ctx, (c->null_structs & 1u) ? NULL : &p, SCORE(c), MASK(c), D(c, AN_BATCH), D(c, AN_TQ),
+        D(c, AN_TKV), F(c, AB_XQ), LD(c, AB_XQ), ST(c, AB_XQ), F(c, AB_XK), LD(c, AB_XK),
+        ST(c, AB_XK), F(c, AB_XV), LD(c, AB_XV), ST(c, AB_XV), F(c, AB_DY), LD(c, AB_DY),
+        ST(c, AB_DY), (c->null_structs & 2u) ? NULL : &g);
+}
+
 static int attention_dim_used(const at_case *c, int dim) {
     return dim != AN_DOUT || c->buf[AN_WO].data != NULL;
 }
@@ -441,6 +507,17 @@ static nwattn_status invoke_nw_predict(nwattn_context *ctx, const at_case *c) {
                              F(c, NP_Y), LD(c, NP_Y), F(c, NP_YQ), LD(c, NP_YQ), F(c, NP_W),
                              LD(c, NP_W), (unsigned char *)c->buf[NP_FLAGS].data,
                              SZ(c, NP_NFLAGGED));
+}
+
+/* ---- nwattn_nw_predict_backward ------------------------------------------------------------ */
+enum { NB_XQ, NB_X, NB_Y, NB_DYQ, NB_BW, NB_DBW };
+
+static nwattn_status invoke_nw_predict_backward(nwattn_context *ctx, const at_case *c) {
+    const nwattn_regression model = regression_of(c, 0);
+    return nwattn_nw_predict_backward(ctx, MODEL(c), F(c, NB_BW), D(c, NP_M), D(c, NP_N),
+                                      D(c, NP_D), D(c, NP_DV), F(c, NB_XQ), LD(c, NB_XQ),
+                                      F(c, NB_X), LD(c, NB_X), F(c, NB_Y), LD(c, NB_Y),
+                                      F(c, NB_DYQ), LD(c, NB_DYQ), F(c, NB_DBW));
 }
 
 /* ---- nwattn_nw_cv --------------------------------------------------------------------------- */
@@ -547,6 +624,107 @@ static void curve_shape(const at_case *c, size_t *items, size_t *rows, size_t *c
     (void)c;
     *items = *rows = 1;
     *cols = SB_GRID;
+}
+
+/* ---- Regression statistics and densities (nwattn_nw_summary .. nwattn_kde_cv) ------------- */
+enum { ST_N, ST_D };
+enum { ST_BW, ST_X, ST_Y, ST_W, ST_SUMMARY, ST_FITTED, ST_LEVERAGE };
+
+_Static_assert(sizeof(nwattn_fit_summary) == 8 * sizeof(double), "summary as eight doubles");
+static void summary_shape(const at_case *c, size_t *items, size_t *rows, size_t *cols) {
+    (void)c;
+    *items = *rows = 1;
+    *cols = 8;
+}
+
+static nwattn_status invoke_nw_summary(nwattn_context *ctx, const at_case *c) {
+    const nwattn_regression model = regression_of(c, 0);
+    return nwattn_nw_summary(ctx, MODEL(c), F(c, ST_BW), D(c, ST_N), D(c, ST_D), F(c, ST_X),
+                             LD(c, ST_X), F(c, ST_Y), F(c, ST_W),
+                             (nwattn_fit_summary *)c->buf[ST_SUMMARY].data, F(c, ST_FITTED),
+                             F64(c, ST_LEVERAGE));
+}
+
+enum { IF_M, IF_N, IF_D };
+enum { IF_BW, IF_X, IF_Y, IF_W, IF_XQ, IF_FIT, IF_SE, IF_DERIV, IF_DSE, IF_FLAGS };
+
+static nwattn_status invoke_nw_inference(nwattn_context *ctx, const at_case *c) {
+    const nwattn_regression model = regression_of(c, 0);
+    return nwattn_nw_inference(ctx, MODEL(c), F(c, IF_BW), D(c, IF_N), D(c, IF_D), F(c, IF_X),
+                               LD(c, IF_X), F(c, IF_Y), F(c, IF_W),
+                               (nwattn_variance)(int)c->param[3], D(c, IF_M), F(c, IF_XQ),
+                               LD(c, IF_XQ), F64(c, IF_FIT), F64(c, IF_SE), F64(c, IF_DERIV),
+                               LD(c, IF_DERIV), F64(c, IF_DSE), LD(c, IF_DSE),
+                               (unsigned char *)c->buf[IF_FLAGS].data);
+}
+
+enum { BB_M, BB_N, BB_D, BB_REPS };
+enum { BB_BW, BB_X, BB_Y, BB_W, BB_XQ, BB_LO, BB_HI, BB_SLO, BB_SHI };
+
+static nwattn_status invoke_nw_bootstrap(nwattn_context *ctx, const at_case *c) {
+    const nwattn_regression model = regression_of(c, 0);
+    return nwattn_nw_bootstrap_bands(ctx, MODEL(c), F(c, BB_BW), D(c, BB_N), D(c, BB_D),
+                                     F(c, BB_X), LD(c, BB_X), F(c, BB_Y), F(c, BB_W), D(c, BB_M),
+                                     F(c, BB_XQ), LD(c, BB_XQ), D(c, BB_REPS), 12345u,
+                                     c->param[3], F64(c, BB_LO), F64(c, BB_HI), F64(c, BB_SLO),
+                                     F64(c, BB_SHI));
+}
+
+enum { KD_M, KD_N, KD_D };
+enum { KD_BW, KD_XQ, KD_X, KD_W, KD_DENS };
+
+static nwattn_status invoke_kde(nwattn_context *ctx, const at_case *c) {
+    return nwattn_kde(ctx, F(c, KD_BW), D(c, KD_M), D(c, KD_N), D(c, KD_D), F(c, KD_XQ),
+                      LD(c, KD_XQ), F(c, KD_X), LD(c, KD_X), F(c, KD_W), F64(c, KD_DENS));
+}
+
+enum { KC_NBW, KC_N, KC_D };
+enum { KC_BW, KC_X, KC_W, KC_LSCV, KC_LL };
+
+static nwattn_status invoke_kde_cv(nwattn_context *ctx, const at_case *c) {
+    return nwattn_kde_cv(ctx, D(c, KC_NBW), F(c, KC_BW), LD(c, KC_BW), D(c, KC_N), D(c, KC_D),
+                         F(c, KC_X), LD(c, KC_X), F(c, KC_W), F64(c, KC_LSCV), F64(c, KC_LL));
+}
+
+/* Mixed data: every column of the type param[0] (base: continuous, which random data fit; the
+ * bad-enum class gives the others); the shim builds the types array. */
+enum { MX_MAXD = 64 };
+static void mixed_types(const at_case *c, size_t d, nwattn_var_type *types) {
+    for (size_t k = 0; k < d && k < MX_MAXD; k++)
+        types[k] = (nwattn_var_type)(int)c->param[0];
+}
+
+enum { MP_M, MP_N, MP_D };
+enum { MP_BW, MP_XQ, MP_X, MP_Y, MP_W, MP_FIT };
+
+static nwattn_status invoke_mixed_predict(nwattn_context *ctx, const at_case *c) {
+    nwattn_var_type types[MX_MAXD];
+    mixed_types(c, D(c, MP_D), types);
+    return nwattn_mixed_predict(ctx, types, F(c, MP_BW), D(c, MP_M), D(c, MP_N), D(c, MP_D),
+                                F(c, MP_XQ), LD(c, MP_XQ), F(c, MP_X), LD(c, MP_X), F(c, MP_Y),
+                                F(c, MP_W), F64(c, MP_FIT));
+}
+
+enum { MC_NBW, MC_N, MC_D };
+enum { MC_BW, MC_X, MC_Y, MC_W, MC_CV };
+
+static nwattn_status invoke_mixed_cv(nwattn_context *ctx, const at_case *c) {
+    nwattn_var_type types[MX_MAXD];
+    mixed_types(c, D(c, MC_D), types);
+    return nwattn_mixed_cv(ctx, types, D(c, MC_NBW), F(c, MC_BW), LD(c, MC_BW), D(c, MC_N),
+                           D(c, MC_D), F(c, MC_X), LD(c, MC_X), F(c, MC_Y), F(c, MC_W),
+                           F64(c, MC_CV));
+}
+
+enum { MK_M, MK_N, MK_D };
+enum { MK_BW, MK_XQ, MK_X, MK_W, MK_DENS, MK_LL };
+
+static nwattn_status invoke_mixed_kde(nwattn_context *ctx, const at_case *c) {
+    nwattn_var_type types[MX_MAXD];
+    mixed_types(c, D(c, MK_D), types);
+    return nwattn_mixed_kde(ctx, types, F(c, MK_BW), D(c, MK_M), D(c, MK_N), D(c, MK_D),
+                            F(c, MK_XQ), LD(c, MK_XQ), F(c, MK_X), LD(c, MK_X), F(c, MK_W),
+                            F64(c, MK_DENS), F64(c, MK_LL));
 }
 
 /* ---- nwattn_bandwidth_rule_of_thumb --------------------------------------------------------- */
@@ -703,6 +881,44 @@ const at_fn at_functions[] = {
         .agree = agree_average,
     },
     {
+        .name = "nwattn_pool_backward",
+        .n_dims = 5,
+        .dims = {DIM("batch", 3, 2, 4, AT_ZERO_EMPTY),
+                 DIM("m", 4, 1, 70, AT_ZERO_DEFINED),
+                 DIM("n", 5, 3, 140, AT_ZERO_DEFINED),
+                 DIM("d", 3, 2, 40, AT_ZERO_INVALID),
+                 DIM("dv", 2, 1, 20, AT_ZERO_DEFINED)},
+        .batch_dim = PB_BATCH,
+        .n_ops = 10,
+        .ops = {{"q", AT_IN, AT_F32, AT_FILL_DATA, EXT(PB_BATCH), EXT(PB_M), EXT(PB_D),
+                 MAT | AT_BLAS, NULL},
+                {"k", AT_IN, AT_F32, AT_FILL_DATA, EXT(PB_BATCH), EXT(PB_N), EXT(PB_D),
+                 MAT | AT_BLAS, NULL},
+                {"v", AT_IN, AT_F32, AT_FILL_DATA, EXT(PB_BATCH), EXT(PB_N), EXT(PB_DV),
+                 MAT | AT_BLAS, NULL},
+                {"upstream.o", AT_IN, AT_F32, AT_FILL_DATA, EXT(PB_BATCH), EXT(PB_M),
+                 EXT(PB_DV), MAT | AT_BLAS, NULL},
+                {"upstream.lse", AT_IN, AT_F32, AT_FILL_DATA, EXT(PB_BATCH), ONE, EXT(PB_M),
+                 AT_HAS_STRIDE | AT_BLAS, NULL},
+                {"upstream.d_o", AT_IN, AT_F32, AT_FILL_DATA, EXT(PB_BATCH), EXT(PB_M),
+                 EXT(PB_DV), MAT | AT_BLAS, NULL},
+                {"grads.d_q", AT_OUT, AT_F32, AT_FILL_DATA, EXT(PB_BATCH), EXT(PB_M), EXT(PB_D),
+                 MAT | AT_BLAS, NULL},
+                {"grads.d_k", AT_OUT, AT_F32, AT_FILL_DATA, EXT(PB_BATCH), EXT(PB_N), EXT(PB_D),
+                 MAT | AT_BLAS, NULL},
+                {"grads.d_v", AT_OUT, AT_F32, AT_FILL_DATA, EXT(PB_BATCH), EXT(PB_N),
+                 EXT(PB_DV), MAT | AT_BLAS, NULL},
+                {"grads.d_param", AT_OUT_OPT, AT_F32, AT_FILL_DATA, ONE, ONE, EXT(PB_D), 0,
+                 backward_param_shape}},
+        .score_dim = PB_D,
+        .mask_m_dim = PB_M,
+        .mask_n_dim = PB_N,
+        .n_structs = 2,
+        .structs = {"upstream", "grads"},
+        NOT_IN_PLACE,
+        .invoke = invoke_backward,
+    },
+    {
         .name = "nwattn_pool_partial",
         .n_dims = 6,
         .dims = {DIM("batch", 3, 2, 4, AT_ZERO_EMPTY),
@@ -841,6 +1057,65 @@ const at_fn at_functions[] = {
         .invoke = invoke_attention,
     },
     {
+        .name = "nwattn_attention_backward",
+        .n_dims = 10,
+        .dims = {DIM("batch", 2, 2, 3, AT_ZERO_EMPTY),
+                 DIM("t_q", 3, 1, 9, AT_ZERO_DEFINED),
+                 DIM("t_kv", 4, 3, 40, AT_ZERO_DEFINED),
+                 DIM_FACTOR("heads", 2, 1, 4, AT_ZERO_INVALID),
+                 DIM_FACTOR("d_qk/heads", 2, 3, 8, AT_ZERO_INVALID),
+                 DIM_FACTOR("d_v/heads", 2, 1, 8, AT_ZERO_INVALID),
+                 DIM("d_q_in", 3, 2, 12, AT_ZERO_INVALID),
+                 DIM("d_k_in", 2, 2, 12, AT_ZERO_INVALID),
+                 DIM("d_v_in", 3, 1, 12, AT_ZERO_INVALID),
+                 DIM("d_out", 3, 2, 12, AT_ZERO_INVALID)},
+        .batch_dim = AN_BATCH,
+        .n_ops = 17,
+        .ops = {{"x_q", AT_IN, AT_F32, AT_FILL_DATA, EXT(AN_BATCH), EXT(AN_TQ), EXT(AN_DQIN),
+                 MAT | AT_BLAS, NULL},
+                {"x_k", AT_IN, AT_F32, AT_FILL_DATA, EXT(AN_BATCH), EXT(AN_TKV), EXT(AN_DKIN),
+                 MAT | AT_BLAS, NULL},
+                {"x_v", AT_IN, AT_F32, AT_FILL_DATA, EXT(AN_BATCH), EXT(AN_TKV), EXT(AN_DVIN),
+                 MAT | AT_BLAS, NULL},
+                {"params.w_q", AT_IN, AT_F32, AT_FILL_DATA, ONE, EXT2(AN_HEADS, AN_DH),
+                 EXT(AN_DQIN), 0, NULL},
+                {"params.w_k", AT_IN, AT_F32, AT_FILL_DATA, ONE, EXT2(AN_HEADS, AN_DH),
+                 EXT(AN_DKIN), 0, NULL},
+                {"params.w_v", AT_IN, AT_F32, AT_FILL_DATA, ONE, EXT2(AN_HEADS, AN_DVH),
+                 EXT(AN_DVIN), 0, NULL},
+                {"params.w_o", AT_IN_OPT, AT_F32, AT_FILL_DATA, ONE, EXT(AN_DOUT),
+                 EXT2(AN_HEADS, AN_DVH), 0, NULL},
+                {"params.b_q", AT_IN_OPT, AT_F32, AT_FILL_DATA, ONE, ONE, EXT2(AN_HEADS, AN_DH),
+                 0, NULL},
+                {"dy", AT_IN, AT_F32, AT_FILL_DATA, EXT(AN_BATCH), EXT(AN_TQ), ONE,
+                 MAT | AT_BLAS, attention_y_shape},
+                {"grads.dx_q", AT_OUT_OPT, AT_F32, AT_FILL_DATA, EXT(AN_BATCH), EXT(AN_TQ),
+                 EXT(AN_DQIN), MAT | AT_BLAS, NULL},
+                {"grads.dx_k", AT_OUT_OPT, AT_F32, AT_FILL_DATA, EXT(AN_BATCH), EXT(AN_TKV),
+                 EXT(AN_DKIN), MAT | AT_BLAS, NULL},
+                {"grads.dx_v", AT_OUT_OPT, AT_F32, AT_FILL_DATA, EXT(AN_BATCH), EXT(AN_TKV),
+                 EXT(AN_DVIN), MAT | AT_BLAS, NULL},
+                {"grads.dw_q", AT_OUT_OPT, AT_F32, AT_FILL_DATA, ONE, EXT2(AN_HEADS, AN_DH),
+                 EXT(AN_DQIN), 0, NULL},
+                {"grads.dw_k", AT_OUT_OPT, AT_F32, AT_FILL_DATA, ONE, EXT2(AN_HEADS, AN_DH),
+                 EXT(AN_DKIN), 0, NULL},
+                {"grads.dw_v", AT_OUT_OPT, AT_F32, AT_FILL_DATA, ONE, EXT2(AN_HEADS, AN_DVH),
+                 EXT(AN_DVIN), 0, NULL},
+                {"grads.db_q", AT_OUT_OPT, AT_F32, AT_FILL_DATA, ONE, ONE,
+                 EXT2(AN_HEADS, AN_DH), 0, NULL},
+                {"grads.d_score", AT_OUT_OPT, AT_F32, AT_FILL_DATA, ONE, ONE, EXT(AN_DH), 0,
+                 attention_param_shape}},
+        .score_dim = AN_DH,
+        .score_optional = 1,
+        .mask_m_dim = AN_TQ,
+        .mask_n_dim = AN_TKV,
+        .n_structs = 2,
+        .structs = {"params", "grads"},
+        NOT_IN_PLACE,
+        .dim_used = attention_dim_used,
+        .invoke = invoke_attention_backward,
+    },
+    {
         .name = "nwattn_nw_predict",
         .n_dims = 4,
         .dims = {DIM("m", 4, 1, 40, AT_ZERO_DEFINED),
@@ -867,6 +1142,32 @@ const at_fn at_functions[] = {
         .params = REGRESSION_PARAMS,
         NOT_IN_PLACE,
         .invoke = invoke_nw_predict,
+        .finite_data = 1,
+    },
+    {
+        .name = "nwattn_nw_predict_backward",
+        .n_dims = 4,
+        .dims = {DIM("m", 4, 1, 40, AT_ZERO_DEFINED),
+                 DIM_ZERO_STATUS("n", 5, 3, 60, NWATTN_ERR_DEGENERATE_DATA),
+                 DIM("d", 4, 1, 5, AT_ZERO_INVALID),
+                 DIM("dv", 2, 1, 4, AT_ZERO_DEFINED)},
+        .batch_dim = -1,
+        .n_ops = 6,
+        .ops = {{"xq", AT_IN, AT_F32, AT_FILL_DATA, ONE, EXT(NP_M), EXT(NP_D), AT_HAS_LD, NULL},
+                {"x", AT_IN, AT_F32, AT_FILL_DATA, ONE, EXT(NP_N), EXT(NP_D), AT_HAS_LD, NULL},
+                {"y", AT_IN, AT_F32, AT_FILL_DATA, ONE, EXT(NP_N), EXT(NP_DV), AT_HAS_LD, NULL},
+                {"dyq", AT_IN, AT_F32, AT_FILL_DATA, ONE, EXT(NP_M), EXT(NP_DV), AT_HAS_LD,
+                 NULL},
+                {"bandwidths", AT_IN, AT_F32, AT_FILL_POSITIVE, ONE, ONE, EXT(NP_D), 0, NULL},
+                {"d_bandwidths", AT_OUT, AT_F32, AT_FILL_DATA, ONE, ONE, EXT(NP_D), 0, NULL}},
+        NO_SCORE,
+        NO_MASK,
+        .n_structs = 1,
+        .structs = {"model"},
+        .n_params = 3,
+        .params = REGRESSION_PARAMS,
+        NOT_IN_PLACE,
+        .invoke = invoke_nw_predict_backward,
         .finite_data = 1,
     },
     {
@@ -1048,6 +1349,207 @@ const at_fn at_functions[] = {
         .params = {{"dataset", AT_PARAM_ENUM, 0, 2}},
         NOT_IN_PLACE,
         .invoke = invoke_dataset_truth,
+        .finite_data = 1,
+        .agree = agree_identical,
+    },
+    {
+        .name = "nwattn_nw_summary",
+        .n_dims = 2,
+        .dims = {DIM_ZERO_STATUS_MIN("n", 12, 9, 30, NWATTN_ERR_DEGENERATE_DATA, 6),
+                 DIM("d", 2, 1, 3, AT_ZERO_INVALID)},
+        .batch_dim = -1,
+        .n_ops = 7,
+        .ops = {{"bandwidths", AT_IN, AT_F32, AT_FILL_POSITIVE, ONE, ONE, EXT(ST_D), 0, NULL},
+                {"x", AT_IN, AT_F32, AT_FILL_DATA, ONE, EXT(ST_N), EXT(ST_D), AT_HAS_LD, NULL},
+                {"y", AT_IN, AT_F32, AT_FILL_DATA, ONE, ONE, EXT(ST_N), 0, NULL},
+                {"obs_weights", AT_IN_OPT, AT_F32, AT_FILL_NONNEG, ONE, ONE, EXT(ST_N), 0, NULL},
+                {"summary", AT_OUT, AT_F64, AT_FILL_DATA, ONE, ONE, ONE, 0, summary_shape},
+                {"fitted", AT_OUT_OPT, AT_F32, AT_FILL_DATA, ONE, ONE, EXT(ST_N), 0, NULL},
+                {"leverage", AT_OUT_OPT, AT_F64, AT_FILL_DATA, ONE, ONE, EXT(ST_N), 0, NULL}},
+        NO_SCORE,
+        NO_MASK,
+        .n_structs = 1,
+        .structs = {"model"},
+        .n_params = 3,
+        .params = REGRESSION_PARAMS,
+        NOT_IN_PLACE,
+        .invoke = invoke_nw_summary,
+        .finite_data = 1,
+        .agree = agree_identical,
+    },
+    {
+        .name = "nwattn_nw_inference",
+        .n_dims = 3,
+        .dims = {DIM("m", 4, 1, 9, AT_ZERO_EMPTY),
+                 DIM_ZERO_STATUS_MIN("n", 12, 9, 30, NWATTN_ERR_DEGENERATE_DATA, 6),
+                 DIM("d", 2, 1, 3, AT_ZERO_INVALID)},
+        .batch_dim = -1,
+        .n_ops = 10,
+        .ops = {{"bandwidths", AT_IN, AT_F32, AT_FILL_POSITIVE, ONE, ONE, EXT(IF_D), 0, NULL},
+                {"x", AT_IN, AT_F32, AT_FILL_DATA, ONE, EXT(IF_N), EXT(IF_D), AT_HAS_LD, NULL},
+                {"y", AT_IN, AT_F32, AT_FILL_DATA, ONE, ONE, EXT(IF_N), 0, NULL},
+                {"obs_weights", AT_IN_OPT, AT_F32, AT_FILL_NONNEG, ONE, ONE, EXT(IF_N), 0, NULL},
+                {"xq", AT_IN, AT_F32, AT_FILL_DATA, ONE, EXT(IF_M), EXT(IF_D), AT_HAS_LD, NULL},
+                {"fit", AT_OUT_OPT, AT_F64, AT_FILL_DATA, ONE, ONE, EXT(IF_M), 0, NULL},
+                {"se", AT_OUT_OPT, AT_F64, AT_FILL_DATA, ONE, ONE, EXT(IF_M), 0, NULL},
+                {"deriv", AT_OUT_OPT, AT_F64, AT_FILL_DATA, ONE, EXT(IF_M), EXT(IF_D), AT_HAS_LD,
+                 NULL},
+                {"deriv_se", AT_OUT_OPT, AT_F64, AT_FILL_DATA, ONE, EXT(IF_M), EXT(IF_D),
+                 AT_HAS_LD, NULL},
+                {"row_flags", AT_OUT_OPT, AT_U8, AT_FILL_DATA, ONE, ONE, EXT(IF_M), 0, NULL}},
+        NO_SCORE,
+        NO_MASK,
+        .n_structs = 1,
+        .structs = {"model"},
+        .n_params = 4,
+        .params = {{"model.kernel", AT_PARAM_ENUM, 0, 5},
+                   {"model.degree", AT_PARAM_ENUM, 0, 2},
+                   {"model.empty", AT_PARAM_ENUM, 0, 3},
+                   {"variance", AT_PARAM_ENUM, 0, 2}},
+        NOT_IN_PLACE,
+        .invoke = invoke_nw_inference,
+        .finite_data = 1,
+        .agree = agree_identical,
+    },
+    {
+        .name = "nwattn_nw_bootstrap_bands",
+        .n_dims = 4,
+        .dims = {DIM("m", 4, 1, 9, AT_ZERO_EMPTY),
+                 DIM_ZERO_STATUS_MIN("n", 12, 9, 30, NWATTN_ERR_DEGENERATE_DATA, 6),
+                 DIM("d", 2, 1, 3, AT_ZERO_INVALID),
+                 DIM_ZERO_STATUS_MIN("replicates", 20, 7, 40, NWATTN_ERR_BAD_PARAMETER, 2)},
+        .batch_dim = -1,
+        .n_ops = 9,
+        .ops = {{"bandwidths", AT_IN, AT_F32, AT_FILL_POSITIVE, ONE, ONE, EXT(BB_D), 0, NULL},
+                {"x", AT_IN, AT_F32, AT_FILL_DATA, ONE, EXT(BB_N), EXT(BB_D), AT_HAS_LD, NULL},
+                {"y", AT_IN, AT_F32, AT_FILL_DATA, ONE, ONE, EXT(BB_N), 0, NULL},
+                {"obs_weights", AT_IN_OPT, AT_F32, AT_FILL_NONNEG, ONE, ONE, EXT(BB_N), 0, NULL},
+                {"xq", AT_IN, AT_F32, AT_FILL_DATA, ONE, EXT(BB_M), EXT(BB_D), AT_HAS_LD, NULL},
+                {"lower", AT_OUT_OPT, AT_F64, AT_FILL_DATA, ONE, ONE, EXT(BB_M), 0, NULL},
+                {"upper", AT_OUT_OPT, AT_F64, AT_FILL_DATA, ONE, ONE, EXT(BB_M), 0, NULL},
+                {"sim_lower", AT_OUT_OPT, AT_F64, AT_FILL_DATA, ONE, ONE, EXT(BB_M), 0, NULL},
+                {"sim_upper", AT_OUT_OPT, AT_F64, AT_FILL_DATA, ONE, ONE, EXT(BB_M), 0, NULL}},
+        NO_SCORE,
+        NO_MASK,
+        .n_structs = 1,
+        .structs = {"model"},
+        .n_params = 4,
+        .params = {{"model.kernel", AT_PARAM_ENUM, 0, 5},
+                   {"model.degree", AT_PARAM_ENUM, 0, 2},
+                   {"model.empty", AT_PARAM_ENUM, 0, 3},
+                   {"level", AT_PARAM_FINITE, 0.9, 0}},
+        NOT_IN_PLACE,
+        .invoke = invoke_nw_bootstrap,
+        .finite_data = 1,
+        .agree = agree_identical,
+    },
+    {
+        .name = "nwattn_kde",
+        .n_dims = 3,
+        .dims = {DIM("m", 4, 1, 9, AT_ZERO_EMPTY),
+                 DIM_ZERO_STATUS_MIN("n", 12, 9, 30, NWATTN_ERR_DEGENERATE_DATA, 4),
+                 DIM("d", 2, 1, 3, AT_ZERO_INVALID)},
+        .batch_dim = -1,
+        .n_ops = 5,
+        .ops = {{"bandwidths", AT_IN, AT_F32, AT_FILL_POSITIVE, ONE, ONE, EXT(KD_D), 0, NULL},
+                {"xq", AT_IN, AT_F32, AT_FILL_DATA, ONE, EXT(KD_M), EXT(KD_D), AT_HAS_LD, NULL},
+                {"x", AT_IN, AT_F32, AT_FILL_DATA, ONE, EXT(KD_N), EXT(KD_D), AT_HAS_LD, NULL},
+                {"obs_weights", AT_IN_OPT, AT_F32, AT_FILL_NONNEG, ONE, ONE, EXT(KD_N), 0, NULL},
+                {"density", AT_OUT, AT_F64, AT_FILL_DATA, ONE, ONE, EXT(KD_M), 0, NULL}},
+        NO_SCORE,
+        NO_MASK,
+        NOT_IN_PLACE,
+        .invoke = invoke_kde,
+        .finite_data = 1,
+        .agree = agree_identical,
+    },
+    {
+        .name = "nwattn_kde_cv",
+        .n_dims = 3,
+        .dims = {DIM("n_bw", 3, 1, 5, AT_ZERO_EMPTY),
+                 DIM_ZERO_STATUS_MIN("n", 12, 9, 30, NWATTN_ERR_DEGENERATE_DATA, 6),
+                 DIM("d", 2, 1, 3, AT_ZERO_INVALID)},
+        .batch_dim = -1,
+        .n_ops = 5,
+        .ops = {{"bandwidths", AT_IN, AT_F32, AT_FILL_POSITIVE, ONE, EXT(KC_NBW), EXT(KC_D),
+                 AT_HAS_LD, NULL},
+                {"x", AT_IN, AT_F32, AT_FILL_DATA, ONE, EXT(KC_N), EXT(KC_D), AT_HAS_LD, NULL},
+                {"obs_weights", AT_IN_OPT, AT_F32, AT_FILL_NONNEG, ONE, ONE, EXT(KC_N), 0, NULL},
+                {"lscv", AT_OUT_OPT, AT_F64, AT_FILL_DATA, ONE, ONE, EXT(KC_NBW), 0, NULL},
+                {"loglik", AT_OUT_OPT, AT_F64, AT_FILL_DATA, ONE, ONE, EXT(KC_NBW), 0, NULL}},
+        NO_SCORE,
+        NO_MASK,
+        NOT_IN_PLACE,
+        .invoke = invoke_kde_cv,
+        .finite_data = 1,
+        .agree = agree_identical,
+    },
+    {
+        .name = "nwattn_mixed_predict",
+        .n_dims = 3,
+        .dims = {DIM("m", 4, 1, 9, AT_ZERO_EMPTY),
+                 DIM_ZERO_STATUS_MIN("n", 12, 9, 30, NWATTN_ERR_DEGENERATE_DATA, 4),
+                 DIM("d", 2, 1, 3, AT_ZERO_INVALID)},
+        .batch_dim = -1,
+        .n_ops = 6,
+        .ops = {{"bandwidths", AT_IN, AT_F32, AT_FILL_POSITIVE, ONE, ONE, EXT(MP_D), 0, NULL},
+                {"xq", AT_IN, AT_F32, AT_FILL_DATA, ONE, EXT(MP_M), EXT(MP_D), AT_HAS_LD, NULL},
+                {"x", AT_IN, AT_F32, AT_FILL_DATA, ONE, EXT(MP_N), EXT(MP_D), AT_HAS_LD, NULL},
+                {"y", AT_IN, AT_F32, AT_FILL_DATA, ONE, ONE, EXT(MP_N), 0, NULL},
+                {"obs_weights", AT_IN_OPT, AT_F32, AT_FILL_NONNEG, ONE, ONE, EXT(MP_N), 0, NULL},
+                {"fit", AT_OUT, AT_F64, AT_FILL_DATA, ONE, ONE, EXT(MP_M), 0, NULL}},
+        NO_SCORE,
+        NO_MASK,
+        .n_params = 1,
+        .params = {{"types", AT_PARAM_ENUM, 0, 5}},
+        NOT_IN_PLACE,
+        .invoke = invoke_mixed_predict,
+        .finite_data = 1,
+        .agree = agree_identical,
+    },
+    {
+        .name = "nwattn_mixed_cv",
+        .n_dims = 3,
+        .dims = {DIM("n_bw", 3, 1, 5, AT_ZERO_EMPTY),
+                 DIM_ZERO_STATUS_MIN("n", 12, 9, 30, NWATTN_ERR_DEGENERATE_DATA, 6),
+                 DIM("d", 2, 1, 3, AT_ZERO_INVALID)},
+        .batch_dim = -1,
+        .n_ops = 5,
+        .ops = {{"bandwidths", AT_IN, AT_F32, AT_FILL_POSITIVE, ONE, EXT(MC_NBW), EXT(MC_D),
+                 AT_HAS_LD, NULL},
+                {"x", AT_IN, AT_F32, AT_FILL_DATA, ONE, EXT(MC_N), EXT(MC_D), AT_HAS_LD, NULL},
+                {"y", AT_IN, AT_F32, AT_FILL_DATA, ONE, ONE, EXT(MC_N), 0, NULL},
+                {"obs_weights", AT_IN_OPT, AT_F32, AT_FILL_NONNEG, ONE, ONE, EXT(MC_N), 0, NULL},
+                {"cv", AT_OUT, AT_F64, AT_FILL_DATA, ONE, ONE, EXT(MC_NBW), 0, NULL}},
+        NO_SCORE,
+        NO_MASK,
+        .n_params = 1,
+        .params = {{"types", AT_PARAM_ENUM, 0, 5}},
+        NOT_IN_PLACE,
+        .invoke = invoke_mixed_cv,
+        .finite_data = 1,
+        .agree = agree_identical,
+    },
+    {
+        .name = "nwattn_mixed_kde",
+        .n_dims = 3,
+        .dims = {DIM("m", 4, 1, 9, AT_ZERO_DEFINED),
+                 DIM_ZERO_STATUS_MIN("n", 12, 9, 30, NWATTN_ERR_DEGENERATE_DATA, 4),
+                 DIM("d", 2, 1, 3, AT_ZERO_INVALID)},
+        .batch_dim = -1,
+        .n_ops = 6,
+        .ops = {{"bandwidths", AT_IN, AT_F32, AT_FILL_POSITIVE, ONE, ONE, EXT(MK_D), 0, NULL},
+                {"xq", AT_IN, AT_F32, AT_FILL_DATA, ONE, EXT(MK_M), EXT(MK_D), AT_HAS_LD, NULL},
+                {"x", AT_IN, AT_F32, AT_FILL_DATA, ONE, EXT(MK_N), EXT(MK_D), AT_HAS_LD, NULL},
+                {"obs_weights", AT_IN_OPT, AT_F32, AT_FILL_NONNEG, ONE, ONE, EXT(MK_N), 0, NULL},
+                {"density", AT_OUT, AT_F64, AT_FILL_DATA, ONE, ONE, EXT(MK_M), 0, NULL},
+                {"loglik", AT_OUT_OPT, AT_F64, AT_FILL_DATA, ONE, ONE, ONE, 0, NULL}},
+        NO_SCORE,
+        NO_MASK,
+        .n_params = 1,
+        .params = {{"types", AT_PARAM_ENUM, 0, 5}},
+        NOT_IN_PLACE,
+        .invoke = invoke_mixed_kde,
         .finite_data = 1,
         .agree = agree_identical,
     },

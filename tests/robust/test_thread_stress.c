@@ -19,7 +19,7 @@
 
 #include "api_table.h"
 
-enum { MAX_JOBS = 512, MAX_THREADS = 64, RANDOM_CONFIGS = 3, LARGE_FACTOR = 6 };
+enum { MAX_JOBS = 1024, MAX_THREADS = 64, RANDOM_CONFIGS = 3, LARGE_FACTOR = 6 };
 
 typedef struct job {
     at_case input;    /* owns the inputs every thread reads */

@@ -1,0 +1,195 @@
+/* Nadaraya-Watson regression over a sharded training set: the local constant Gaussian and
+ * Laplace estimators are max-shifted poolings with score -t/2 or -sqrt(t), so prediction is
+ * nwattn_mpi_pool_sharded_keys and leave-one-out CV is a ring pass with the leave-one-out mask
+ * on global positions. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "args.h"
+
+static int pooling_model(const nwattn_regression *model) {
+    return model->degree == NWATTN_LOCAL_CONSTANT &&
+           (model->kernel == NWATTN_KERNEL_GAUSSIAN || model->kernel == NWATTN_KERNEL_LAPLACE);
+}
+
+static nwattn_score score_of(const nwattn_regression *model, const float *bandwidths) {
+    nwattn_score score = {0};
+    score.kind = model->kernel == NWATTN_KERNEL_GAUSSIAN ? NWATTN_SCORE_GAUSSIAN
+                                                         : NWATTN_SCORE_LAPLACE;
+    score.bandwidth = 1.0f;
+    score.bandwidths = bandwidths;
+    return score;
+}
+
+/* rows × cols floats, all finite (the regression functions' rule for data). */
+static void check_finite(nm_call *call, const char *name, const float *a, size_t rows,
+                         size_t cols, size_t ld) {
+    if (rows == 0 || cols == 0)
+        return;
+    if (a == NULL) {
+        nm_fail(call, NWATTN_ERR_NULL_POINTER, "%s is NULL", name);
+        return;
+    }
+    if (ld < cols) {
+        nm_fail(call, NWATTN_ERR_BAD_LEADING_DIM,
+                "leading dimension of %s is %zu, smaller than its row of %zu", name, ld, cols);
+        return;
+    }
+    for (size_t i = 0; i < rows; i++)
+        for (size_t j = 0; j < cols; j++)
+            if (!isfinite(a[i * ld + j])) {
+                nm_fail(call, NWATTN_ERR_BAD_PARAMETER, "%s[%zu][%zu] is not finite", name, i,
+                        j);
+                return;
+            }
+}
+
+/* The checks every rank makes before the pooling: the model, finite data, the global n. */
+static nwattn_status check_regression(nm_call *call, const nwattn_regression *model,
+                                      size_t n_local, size_t d, size_t dv, const float *x,
+                                      size_t ldx, const float *y, size_t ldy, size_t min_n,
+                                      size_t *n_total) {
+    uint64_t *counts = nm_alloc(call, (size_t)call->size, sizeof *counts, "shard sizes");
+    nwattn_status status = nm_agree(call);
+    if (status != NWATTN_OK) {
+        free(counts);
+        return status;
+    }
+    size_t offset;
+    nm_shard_counts(call, n_local, counts, &offset, n_total);
+    free(counts);
+    if (model == NULL)
+        nm_fail(call, NWATTN_ERR_NULL_POINTER, "model is NULL");
+    else if (!pooling_model(model))
+        nm_fail(call, NWATTN_ERR_UNSUPPORTED,
+                "the MPI regression does the local constant Gaussian and Laplace estimators "
+                "only (kernel %d, degree %d)", (int)model->kernel, (int)model->degree);
+    if (d == 0)
+        nm_fail(call, NWATTN_ERR_BAD_DIMENSION, "d is 0");
+    if (call->status == NWATTN_OK && *n_total < min_n)
+        nm_fail(call, NWATTN_ERR_DEGENERATE_DATA, "the ranks hold %zu training points in all, "
+                "fewer than %zu", *n_total, min_n);
+    check_finite(call, "x", x, n_local, d, ldx);
+    check_finite(call, "y", y, n_local, dv, ldy);
+    const nwattn_regression none = {0};
+    const nwattn_regression *signed_model = model ? model : &none;
+    nm_signature(call, "model.kernel", (uint64_t)signed_model->kernel, NWATTN_ERR_BAD_PARAMETER);
+    nm_signature(call, "model.degree", (uint64_t)signed_model->degree, NWATTN_ERR_BAD_PARAMETER);
+    nm_signature(call, "d", d, NWATTN_ERR_BAD_DIMENSION);
+    nm_signature(call, "dv", dv, NWATTN_ERR_BAD_DIMENSION);
+    return NWATTN_OK;
+}
+
+nwattn_status nwattn_mpi_nw_predict(nwattn_context *ctx, MPI_Comm comm,
+                                    const nwattn_regression *model, const float *bandwidths,
+                                    size_t m, size_t n_local, size_t d, size_t dv,
+                                    const float *xq, size_t ldq, const float *x, size_t ldx,
+                                    const float *y, size_t ldy, float *yq, size_t ldyq,
+                                    nwattn_mpi_error *error) {
+    nm_call call;
+    if (nm_begin(&call, comm, error) != NWATTN_OK)
+        return call.status;
+    size_t n_total = 0;
+    check_regression(&call, model, n_local, d, dv, x, ldx, y, ldy, 1, &n_total);
+    check_finite(&call, "xq", xq, m, d, ldq);
+    if (bandwidths == NULL)
+        nm_fail(&call, NWATTN_ERR_NULL_POINTER, "bandwidths is NULL");
+    nwattn_status status = nm_agree(&call);
+    nm_end(&call, status);
+    if (status != NWATTN_OK)
+        return status;
+    const nwattn_score score = score_of(model, bandwidths);
+    return nwattn_mpi_pool_sharded_keys(ctx, comm, NWATTN_MPI_REDUCTION_AUTO, &score, NULL, 1,
+                                        m, n_local, d, dv, xq, ldq, 0, x, ldx, 0, y, ldy, 0, yq,
+                                        ldyq, 0, NULL, 0, error);
+}
+
+/* Largest minus smallest of each coordinate over every rank's points: 0 means no spread. */
+static void check_spread(nm_call *call, size_t n_local, size_t d, const float *x, size_t ldx) {
+    double *range = nm_alloc(call, d, 2 * sizeof(double), "coordinate ranges");
+    if (nm_agree(call) != NWATTN_OK) {
+        free(range);
+        return;
+    }
+    for (size_t j = 0; j < d; j++) {
+        range[j] = -INFINITY;     /* max */
+        range[d + j] = -INFINITY; /* -min */
+        for (size_t i = 0; i < n_local; i++) {
+            const double value = x[i * ldx + j];
+            range[j] = fmax(range[j], value);
+            range[d + j] = fmax(range[d + j], -value);
+        }
+    }
+    int rc = MPI_Allreduce(MPI_IN_PLACE, range, (int)(2 * d), MPI_DOUBLE, MPI_MAX, call->comm);
+    if (rc != MPI_SUCCESS)
+        nm_mpi_failed(call, rc, "MPI_Allreduce of the coordinate ranges");
+    for (size_t j = 0; rc == MPI_SUCCESS && j < d; j++)
+        if (!(range[j] + range[d + j] > 0.0)) {
+            nm_fail(call, NWATTN_ERR_DEGENERATE_DATA,
+                    "coordinate %zu of x takes one value on every rank: no bandwidth fits", j);
+            break;
+        }
+    free(range);
+}
+
+nwattn_status nwattn_mpi_nw_cv(nwattn_context *ctx, MPI_Comm comm,
+                               const nwattn_regression *model, size_t n_local, size_t d,
+                               size_t dv, const float *x, size_t ldx, const float *y,
+                               size_t ldy, size_t n_bw, const float *bandwidths, size_t ldb,
+                               double *cv, nwattn_mpi_error *error) {
+    nm_call call;
+    if (nm_begin(&call, comm, error) != NWATTN_OK)
+        return call.status;
+    size_t n_total = 0;
+    check_regression(&call, model, n_local, d, dv, x, ldx, y, ldy, 3, &n_total);
+    if (n_bw > 0 && (bandwidths == NULL || cv == NULL))
+        nm_fail(&call, NWATTN_ERR_NULL_POINTER, "%s is NULL", cv ? "bandwidths" : "cv");
+    else if (n_bw > 1 && ldb < d)
+        nm_fail(&call, NWATTN_ERR_BAD_LEADING_DIM, "ldb is %zu, smaller than d = %zu", ldb, d);
+    nm_signature(&call, "n_bw", n_bw, NWATTN_ERR_BAD_DIMENSION);
+    const int hashable = n_bw > 0 && bandwidths && call.status == NWATTN_OK;
+    nm_signature(&call, "bandwidths (hash)",
+                 hashable ? nm_hash(bandwidths, ((n_bw - 1) * ldb + d) * sizeof(float)) : 0,
+                 NWATTN_ERR_BAD_PARAMETER);
+    if (nm_agree(&call) == NWATTN_OK)
+        check_spread(&call, n_local, d, x, ldx);
+    float *yhat = nm_alloc(&call, n_local, (dv ? dv : 1) * sizeof(float), "leave-one-out fit");
+    double *sums = nm_alloc(&call, (size_t)call.size, sizeof(double), "per-rank sums");
+    double *result = nm_alloc(&call, n_bw, sizeof(double), "cv");
+    nwattn_status status = nm_agree(&call);
+    for (size_t g = 0; status == NWATTN_OK && g < n_bw; g++) {
+        const nwattn_score score = score_of(model, bandwidths + g * ldb);
+        status = nwattn_mpi_ring_attention(ctx, call.comm, &score, NWATTN_MASK_LEAVE_ONE_OUT,
+                                           NWATTN_MPI_LAYOUT_CONTIGUOUS, n_local, d, dv, x, ldx,
+                                           x, ldx, y, ldy, yhat, dv ? dv : 1, NULL, error);
+        if (status != NWATTN_OK) { /* already agreed on by every rank, message included */
+            free(yhat);
+            free(sums);
+            free(result);
+            call.error = NULL; /* keep the ring's report */
+            return nm_end(&call, status);
+        }
+        double mine = 0.0;
+        for (size_t i = 0; i < n_local; i++)
+            for (size_t c = 0; c < dv; c++) {
+                const double r = (double)y[i * ldy + c] - (double)yhat[i * dv + c];
+                mine += r * r;
+            }
+        int rc = MPI_Allgather(&mine, 1, MPI_DOUBLE, sums, 1, MPI_DOUBLE, call.comm);
+        if (rc != MPI_SUCCESS) {
+            status = nm_mpi_failed(&call, rc, "gathering the CV sums");
+            break;
+        }
+        double total = 0.0; /* in rank order: the same bits on every rank */
+        for (int r = 0; r < call.size; r++)
+            total += sums[r];
+        result[g] = total / (double)n_total;
+    }
+    if (status == NWATTN_OK && n_bw > 0)
+        memcpy(cv, result, n_bw * sizeof(double));
+    free(yhat);
+    free(sums);
+    free(result);
+    return nm_end(&call, status);
+}

@@ -1,0 +1,146 @@
+/* Sharded regression against the one-process calls: nwattn_mpi_nw_predict vs
+ * nwattn_nw_predict and nwattn_mpi_nw_cv vs nwattn_nw_cv (Gaussian and Laplace local
+ * constant, d = 1 and 2, random shards with empty ones); CV the same double on every rank;
+ * unsupported models and degenerate data refused on every rank. */
+#include "mpi_testutil.h"
+
+static void predict_and_cv(void **state) {
+    (void)state;
+    nwattn_context *ref = at_context(NWATTN_BACKEND_REFERENCE, 1);
+    nwattn_context *fast = at_context(NWATTN_BACKEND_AUTO, 1);
+    double worst_p = 0.0, worst_cv = 0.0;
+    for (int c = 0; c < 16; c++) {
+        at_rng rng = {0x77000u + (uint64_t)c};
+        const size_t n = 3 + at_below(&rng, 200), m = 1 + at_below(&rng, 30);
+        const size_t d = 1 + (size_t)(c % 2), dv = 1 + at_below(&rng, 2);
+        const size_t ldx = d + 1, ldy = dv + 1;
+        float *x = at_random(&rng, n * ldx, 0.0f, 5.0f), *y = at_random(&rng, n * ldy, -1, 1);
+        float *xq = at_random(&rng, m * d, -0.5f, 5.5f);
+        float h[4] = {at_uniform(&rng, 0.1f, 1.0f), at_uniform(&rng, 0.1f, 1.0f)};
+        float grid[3 * 2] = {h[0], h[1], 2 * h[0], h[1], h[0] * 0.5f, 3 * h[1]};
+        nwattn_regression model = {c % 4 < 2 ? NWATTN_KERNEL_GAUSSIAN : NWATTN_KERNEL_LAPLACE,
+                                   NWATTN_LOCAL_CONSTANT, NWATTN_EMPTY_NEAREST};
+        float *yq1 = at_filled(m * dv, 0), *yq = at_filled(m * dv, 0);
+        assert_int_equal(nwattn_nw_predict(ref, &model, h, m, n, d, dv, xq, d, x, ldx, y, ldy,
+                                           yq1, dv, NULL, 0, NULL, NULL),
+                         NWATTN_OK);
+        double cv1[3], cv[3];
+        assert_int_equal(nwattn_nw_cv(ref, &model, n, d, dv, x, ldx, y, ldy, 3, grid, d, cv1,
+                                      NULL, 0, NULL),
+                         NWATTN_OK);
+        size_t counts[64];
+        const size_t off = mt_split(&rng, n, counts, c % 3 == 0 ? c % mt_size() : -1);
+        const size_t cnt = counts[mt_rank()];
+        nwattn_mpi_error err;
+        nwattn_status s = nwattn_mpi_nw_predict(fast, MPI_COMM_WORLD, &model, h, m, cnt, d, dv,
+                                                xq, d, cnt ? x + off * ldx : NULL, ldx,
+                                                cnt ? y + off * ldy : NULL, ldy, yq, dv, &err);
+        const double ep = s == NWATTN_OK ? mt_max(mt_diff(yq, dv, yq1, dv, m, dv)) : INFINITY;
+        nwattn_status s2 = nwattn_mpi_nw_cv(fast, MPI_COMM_WORLD, &model, cnt, d, dv,
+                                            cnt ? x + off * ldx : NULL, ldx,
+                                            cnt ? y + off * ldy : NULL, ldy, 3, grid, d, cv,
+                                            &err);
+        double ecv = 0.0;
+        for (int g = 0; s2 == NWATTN_OK && g < 3; g++)
+            ecv = fmax(ecv, fabs(cv[g] - cv1[g]) / cv1[g]);
+        ecv = s2 == NWATTN_OK ? mt_max(ecv) : INFINITY;
+        worst_p = fmax(worst_p, ep);
+        worst_cv = fmax(worst_cv, ecv);
+        const int ok = mt_all(s == NWATTN_OK && s2 == NWATTN_OK && ep <= 2e-5 && ecv <= 1e-5);
+        if (!ok && mt_rank() == 0)
+            fprintf(stderr, "case %d (n %zu d %zu): status %d %d '%s', predict %.3g cv %.3g\n",
+                    c, n, d, (int)s, (int)s2, err.message, ep, ecv);
+        assert_true(ok);
+        assert_true(mt_same_everywhere(cv, sizeof cv)); /* bit for bit on every rank */
+        free(x);
+        free(y);
+        free(xq);
+        free(yq1);
+        free(yq);
+    }
+    if (mt_rank() == 0)
+        fprintf(stderr, "largest difference on %d ranks: predictions %.3g, CV %.3g relative\n",
+                mt_size(), worst_p, worst_cv);
+    nwattn_context_destroy(ref);
+    nwattn_context_destroy(fast);
+}
+
+/* Bandwidth selection by grid over ranks: the argmin of the sharded CV on a log grid is the
+ * one-process argmin, and the same on every rank (the CV doubles are). */
+static void grid_selection(void **state) {
+    (void)state;
+    nwattn_context *ref = at_context(NWATTN_BACKEND_REFERENCE, 1);
+    nwattn_context *fast = at_context(NWATTN_BACKEND_AUTO, 1);
+    at_rng rng = {99};
+    const size_t n = 150, grid = 16;
+    float x[150], y[150], h[16];
+    for (size_t i = 0; i < n; i++) {
+        x[i] = at_uniform(&rng, 0.0f, 10.0f);
+        y[i] = sinf(x[i]) + at_uniform(&rng, -0.3f, 0.3f);
+    }
+    for (size_t g = 0; g < grid; g++)
+        h[g] = (float)(0.05 * pow(400.0, (double)g / (double)(grid - 1)));
+    nwattn_regression model = {NWATTN_KERNEL_GAUSSIAN, NWATTN_LOCAL_CONSTANT, 0};
+    double cv1[16], cv[16];
+    assert_int_equal(nwattn_nw_cv(ref, &model, n, 1, 1, x, 1, y, 1, grid, h, 1, cv1, NULL, 0,
+                                  NULL),
+                     NWATTN_OK);
+    size_t counts[64];
+    const size_t off = mt_split(&rng, n, counts, mt_size() > 1 ? 1 : -1);
+    const size_t cnt = counts[mt_rank()];
+    assert_true(mt_all(nwattn_mpi_nw_cv(fast, MPI_COMM_WORLD, &model, cnt, 1, 1,
+                                        cnt ? x + off : NULL, 1, cnt ? y + off : NULL, 1,
+                                        grid, h, 1, cv, NULL) == NWATTN_OK));
+    size_t best1 = 0, best = 0;
+    for (size_t g = 1; g < grid; g++) {
+        best1 = cv1[g] <= cv1[best1] ? g : best1; /* ties to the larger bandwidth */
+        best = cv[g] <= cv[best] ? g : best;
+    }
+    assert_true(mt_all(best == best1 && best > 0 && best + 1 < grid));
+    assert_true(mt_same_everywhere(&best, sizeof best));
+    nwattn_context_destroy(ref);
+    nwattn_context_destroy(fast);
+}
+
+static void refusals(void **state) {
+    (void)state;
+    nwattn_context *ctx = at_context(NWATTN_BACKEND_AUTO, 1);
+    float x[8] = {0, 1, 2, 3, 4, 5, 6, 7}, y[8] = {1, 0, 1, 0, 1, 0, 1, 0}, h = 1.0f, yq[2];
+    double cv[1];
+    nwattn_mpi_error err;
+    nwattn_regression linear = {NWATTN_KERNEL_GAUSSIAN, NWATTN_LOCAL_LINEAR, 0};
+    nwattn_status s = nwattn_mpi_nw_predict(ctx, MPI_COMM_WORLD, &linear, &h, 2, 4, 1, 1, x, 1,
+                                            x, 1, y, 1, yq, 1, &err);
+    assert_true(mt_all(s == NWATTN_ERR_UNSUPPORTED && strstr(err.message, "local constant")));
+    /* a non-finite y on the last rank */
+    nwattn_regression nw = {NWATTN_KERNEL_GAUSSIAN, NWATTN_LOCAL_CONSTANT, 0};
+    float ybad[8] = {1, 0, 1, 0, 1, 0, 1, 0};
+    if (mt_rank() == mt_size() - 1)
+        ybad[2] = NAN;
+    s = nwattn_mpi_nw_cv(ctx, MPI_COMM_WORLD, &nw, 4, 1, 1, x, 1, ybad, 1, 1, &h, 1, cv, &err);
+    assert_true(mt_all(s == NWATTN_ERR_BAD_PARAMETER && err.rank == mt_size() - 1));
+    /* NULL bandwidths on the last rank only (once a hang: the ranks' checks differed) */
+    s = nwattn_mpi_nw_cv(ctx, MPI_COMM_WORLD, &nw, 4, 1, 1, x, 1, y, 1, 1,
+                         mt_rank() == mt_size() - 1 ? NULL : &h, 1, cv, &err);
+    assert_true(mt_all(s == NWATTN_ERR_NULL_POINTER && err.rank == mt_size() - 1));
+    s = nwattn_mpi_nw_predict(ctx, MPI_COMM_WORLD, mt_rank() == mt_size() - 1 ? NULL : &nw, &h,
+                              2, 4, 1, 1, x, 1, x, 1, y, 1, yq, 1, &err);
+    assert_true(mt_all(s == NWATTN_ERR_NULL_POINTER && err.rank == mt_size() - 1 &&
+                       strstr(err.message, "model is NULL")));
+    /* too few points in all, and no spread */
+    s = nwattn_mpi_nw_cv(ctx, MPI_COMM_WORLD, &nw, mt_rank() == 0 ? 2 : 0, 1, 1, x, 1, y, 1, 1,
+                         &h, 1, cv, &err);
+    assert_true(mt_all(s == NWATTN_ERR_DEGENERATE_DATA));
+    float same[8] = {2, 2, 2, 2, 2, 2, 2, 2};
+    s = nwattn_mpi_nw_cv(ctx, MPI_COMM_WORLD, &nw, 4, 1, 1, same, 1, y, 1, 1, &h, 1, cv, &err);
+    assert_true(mt_all(s == NWATTN_ERR_DEGENERATE_DATA && strstr(err.message, "one value")));
+    nwattn_context_destroy(ctx);
+}
+
+static const struct CMUnitTest tests[] = {
+    cmocka_unit_test(predict_and_cv),
+    cmocka_unit_test(grid_selection),
+    cmocka_unit_test(refusals),
+};
+
+MT_MAIN(tests)

@@ -1,0 +1,200 @@
+/* The attention layer's backward pass (nwattn_attention_backward): the forward again into
+ * working memory (projections Q, K, V laid out as attention.c does, the concatenated heads C
+ * and each head's lse), then the output projection's gradients, each head's pooling backward
+ * (backward.h) on column slices of the buffers, and the input projections' gradients. */
+#include <string.h>
+
+#include "attention_backward.h"
+#include "blas/blas_kernels.h"
+#include "ref/ref_kernels.h"
+#include "score/score_grad.h"
+
+/* Floats of the buffers, in the order they are carved. */
+enum { BUF_Q, BUF_K, BUF_V, BUF_C, BUF_LSE, BUF_DC, BUF_DQ, BUF_DK, BUF_DV, BUF_PARAM, BUFS };
+
+static int buffer_floats(const nw_attention_bwd_args *a, size_t out[BUFS]) {
+    const nwattn_attention_params *p = a->f.params;
+    size_t rq, rkv, heads_rows;
+    if (!nw_mul(a->f.batch, a->f.t_q, &rq) || !nw_mul(a->f.batch, a->f.t_kv, &rkv) ||
+        !nw_mul(rq, p->d_qk, &out[BUF_Q]) || !nw_mul(rkv, p->d_qk, &out[BUF_K]) ||
+        !nw_mul(rkv, p->d_v, &out[BUF_V]) || !nw_mul(rq, p->d_v, &out[BUF_C]) ||
+        !nw_mul(rq, p->heads, &heads_rows) ||
+        !nw_mul(p->heads, nw_grad_params(&a->f.pool.score, a->f.pool.d), &out[BUF_PARAM]))
+        return 0;
+    out[BUF_LSE] = heads_rows;
+    out[BUF_DC] = out[BUF_C];
+    out[BUF_DQ] = out[BUF_Q], out[BUF_DK] = out[BUF_K], out[BUF_DV] = out[BUF_V];
+    return 1;
+}
+
+/* Head h's backward arguments over the buffers (buf NULL: the shapes only, for sizing). */
+static nw_backward_args head_args(const nw_attention_bwd_args *a, float *const *buf, size_t h) {
+    const nwattn_attention_params *p = a->f.params;
+    const nw_pool_args *pool = &a->f.pool;
+    const size_t dh = pool->d, dvh = pool->dv, tq = a->f.t_q, tkv = a->f.t_kv;
+    nw_backward_args b = {
+        .simd = pool->simd, .score = pool->score, .mask = pool->mask,
+        .batch = a->f.batch, .m = tq, .n = tkv, .d = dh, .dv = dvh,
+        .ldq = p->d_qk, .stride_q = tq * p->d_qk,
+        .ldk = p->d_qk, .stride_k = tkv * p->d_qk,
+        .ldv = p->d_v, .stride_v = tkv * p->d_v,
+        .ldo = p->d_v, .stride_o = tq * p->d_v,
+        .stride_lse = p->heads * tq,
+        .ld_do = p->d_v, .stride_d_o = tq * p->d_v,
+        .ld_gq = p->d_qk, .stride_gq = tq * p->d_qk,
+        .ld_gk = p->d_qk, .stride_gk = tkv * p->d_qk,
+        .ld_gv = p->d_v, .stride_gv = tkv * p->d_v,
+    };
+    if (buf == NULL)
+        return b;
+    b.q = buf[BUF_Q] + h * dh, b.k = buf[BUF_K] + h * dh, b.v = buf[BUF_V] + h * dvh;
+    b.o = buf[BUF_C] + h * dvh, b.lse = buf[BUF_LSE] + h * tq, b.d_o = buf[BUF_DC] + h * dvh;
+    b.gq = buf[BUF_DQ] + h * dh, b.gk = buf[BUF_DK] + h * dh, b.gv = buf[BUF_DV] + h * dvh;
+    b.dparam = buf[BUF_PARAM] + h * nw_grad_params(&b.score, dh);
+    return b;
+}
+
+size_t nw_attention_backward_workspace(const nw_pooling *pooling, nw_attention_bwd_args *a,
+                                       size_t threads) {
+    size_t floats[BUFS], total = 0;
+    if (!buffer_floats(a, floats))
+        return SIZE_MAX;
+    for (int i = 0; i < BUFS; i++) {
+        size_t bytes;
+        if (!nw_mul(floats[i], sizeof(float), &bytes) ||
+            !nw_add(total, nw_round_up(bytes), &total))
+            return SIZE_MAX;
+    }
+    const nw_backward_args head = head_args(a, NULL, 0);
+    size_t scratch = nw_pooling_workspace(pooling, &a->f.pool, threads);
+    const size_t ref = nw_ref_backward_workspace(&head);
+    const size_t fused = nw_fused_backward_workspace(&head, threads);
+    scratch = ref > scratch ? ref : scratch;
+    scratch = fused > scratch ? fused : scratch;
+    if (scratch == SIZE_MAX || !nw_add(total, scratch, &total))
+        return SIZE_MAX;
+    return total;
+}
+
+/* ---- Products of the projections' gradients ------------------------------------------- */
+/* dw (out_w × in_w, dense) = sum over items b of G_b^T X_b, G_b t × out_w (pitch ldg, item
+ * pitch stride_g): in double (reference) or through sgemm. */
+static void weight_grad(int reference, size_t batch, size_t t, size_t out_w, size_t in_w,
+                        const float *g, size_t ldg, size_t stride_g, nw_seq x, float *dw) {
+    if (dw == NULL)
+        return;
+    if (reference || t == 0) {
+        for (size_t o = 0; o < out_w; o++)
+            for (size_t i = 0; i < in_w; i++) {
+                double sum = 0.0;
+                for (size_t b = 0; b < batch; b++)
+                    for (size_t r = 0; r < t; r++)
+                        sum += (double)g[b * stride_g + r * ldg + o] *
+                               (double)x.x[b * x.stride + r * x.ld + i];
+                dw[o * in_w + i] = (float)sum;
+            }
+        return;
+    }
+    for (size_t b = 0; b < batch; b++)
+        nw_blas_sgemm_tn(out_w, in_w, t, 1.0f, g + b * stride_g, ldg, x.x + b * x.stride, x.ld,
+                         b == 0 ? 0.0f : 1.0f, dw, in_w);
+}
+
+/* db (out_w) = the column sums of every G_b, in double. */
+static void bias_grad(size_t batch, size_t t, size_t out_w, const float *g, size_t ldg,
+                      size_t stride_g, float *db) {
+    for (size_t o = 0; db != NULL && o < out_w; o++) {
+        double sum = 0.0;
+        for (size_t b = 0; b < batch; b++)
+            for (size_t r = 0; r < t; r++)
+                sum += (double)g[b * stride_g + r * ldg + o];
+        db[o] = (float)sum;
+    }
+}
+
+/* dX_b = G_b W (t × in_w, pitch ld_dx, item pitch stride_dx). */
+static void input_grad(const nw_kernels *kernels, size_t batch, size_t t, size_t out_w,
+                       size_t in_w, const float *g, size_t ldg, size_t stride_g, const float *w,
+                       float *dx, size_t ld_dx, size_t stride_dx) {
+    for (size_t b = 0; dx != NULL && b < batch && t > 0; b++)
+        kernels->gemm(t, in_w, out_w, g + b * stride_g, ldg, w, in_w, dx + b * stride_dx,
+                      ld_dx);
+}
+
+/* The gradients of one input projection X' = X W^T + b from dX' (the buffer g). */
+static void projection_grads(const nw_kernels *kernels, size_t batch, size_t t, size_t out_w,
+                             size_t in_w, const float *g, nw_seq x, const float *w, float *dw,
+                             float *db, float *dx, size_t ld_dx, size_t stride_dx) {
+    const int reference = kernels == &nw_reference_kernels;
+    weight_grad(reference, batch, t, out_w, in_w, g, out_w, t * out_w, x, dw);
+    bias_grad(batch, t, out_w, g, out_w, t * out_w, db);
+    input_grad(kernels, batch, t, out_w, in_w, g, out_w, t * out_w, w, dx, ld_dx, stride_dx);
+}
+
+static float *next(float *at, size_t floats) {
+    return at + nw_round_up(floats * sizeof(float)) / sizeof(float);
+}
+
+void nw_attention_backward_run(const nw_pooling *pooling, nw_attention_bwd_args *a,
+                               void *workspace, nw_workers *workers) {
+    const nwattn_attention_params *p = a->f.params;
+    const nwattn_attention_grads *g = a->grads;
+    const nw_kernels *kernels = pooling->kernels;
+    const size_t batch = a->f.batch, tq = a->f.t_q, tkv = a->f.t_kv;
+    size_t floats[BUFS] = {0};
+    buffer_floats(a, floats); /* cannot fail: the workspace was sized with it */
+    float *buf[BUFS];
+    buf[0] = workspace;
+    for (int i = 1; i < BUFS; i++)
+        buf[i] = next(buf[i - 1], floats[i - 1]);
+    void *scratch = next(buf[BUFS - 1], floats[BUFS - 1]);
+
+    /* The forward, keeping C and lse. */
+    nw_attention_project_inputs(kernels, &a->f, buf[BUF_Q], buf[BUF_K], buf[BUF_V]);
+    nw_pool_args pool = a->f.pool;
+    nw_attention_aim_pool(&a->f, &pool, buf[BUF_Q], buf[BUF_K], buf[BUF_V], buf[BUF_C], p->d_v,
+                          tq * p->d_v);
+    pool.lse = buf[BUF_LSE], pool.stride_lse = p->heads * tq, pool.hstride_lse = tq;
+    pool.w = NULL;
+    nw_pooling_exec(pooling, &pool, scratch, workers);
+
+    /* Output projection: dC = dY W_o, or dY itself. */
+    const nw_seq concat = {buf[BUF_C], p->d_v, tq * p->d_v};
+    if (p->w_o != NULL) {
+        weight_grad(kernels == &nw_reference_kernels, batch, tq, p->d_out, p->d_v, a->dy,
+                    a->ldy, a->stride_dy, concat, g->dw_o);
+        bias_grad(batch, tq, p->d_out, a->dy, a->ldy, a->stride_dy, g->db_o);
+        input_grad(kernels, batch, tq, p->d_out, p->d_v, a->dy, a->ldy, a->stride_dy, p->w_o,
+                   buf[BUF_DC], p->d_v, tq * p->d_v);
+    } else {
+        for (size_t b = 0; b < batch; b++)
+            for (size_t r = 0; r < tq; r++)
+                memcpy(buf[BUF_DC] + (b * tq + r) * p->d_v, a->dy + b * a->stride_dy + r * a->ldy,
+                       p->d_v * sizeof(float));
+    }
+
+    /* Each head's pooling backward, one after the other (each spreads over the workers). */
+    for (size_t h = 0; h < p->heads; h++) {
+        const nw_backward_args head = head_args(a, buf, h);
+        if (tq == 0 || tkv == 0)
+            nw_backward_zero(&head);
+        else if (kernels == &nw_reference_kernels || !nw_backward_fusable(&head))
+            nw_ref_backward(&head, scratch);
+        else
+            nw_fused_backward(&head, scratch, workers);
+    }
+    const size_t params = nw_grad_params(&a->f.pool.score, a->f.pool.d);
+    for (size_t l = 0; g->d_score != NULL && l < params; l++) {
+        double sum = 0.0;
+        for (size_t h = 0; h < p->heads; h++)
+            sum += (double)buf[BUF_PARAM][h * params + l];
+        g->d_score[l] = (float)sum;
+    }
+
+    projection_grads(kernels, batch, tq, p->d_qk, p->d_q_in, buf[BUF_DQ], a->f.x_q, p->w_q,
+                     g->dw_q, g->db_q, g->dx_q, g->ld_dx_q, g->stride_dx_q);
+    projection_grads(kernels, batch, tkv, p->d_qk, p->d_k_in, buf[BUF_DK], a->f.x_k, p->w_k,
+                     g->dw_k, g->db_k, g->dx_k, g->ld_dx_k, g->stride_dx_k);
+    projection_grads(kernels, batch, tkv, p->d_v, p->d_v_in, buf[BUF_DV], a->f.x_v, p->w_v,
+                     g->dw_v, g->db_v, g->dx_v, g->ld_dx_v, g->stride_dx_v);
+}

@@ -1,0 +1,51 @@
+/* nwattn_pool_backward's validated arguments and its two paths: the reference in double
+ * (ref/ref_backward.c) and the fused tiles (blas/blas_backward.c). */
+#ifndef NWATTN_BACKWARD_H
+#define NWATTN_BACKWARD_H
+
+#include "internal.h"
+
+typedef struct nw_backward_args {
+    const nw_simd *simd;
+    nw_score score;
+    nw_mask mask;
+    size_t batch, m, n, d, dv;
+    const float *q;
+    size_t ldq, stride_q;
+    const float *k;
+    size_t ldk, stride_k;
+    const float *v;
+    size_t ldv, stride_v;
+    const float *o; /* the forward's output (the fused path's D = rowsum(dO ∘ O)) */
+    size_t ldo, stride_o;
+    const float *lse; /* the forward's log-sum-exp (the fused path rebuilds P from it) */
+    size_t stride_lse;
+    const float *d_o;
+    size_t ld_do, stride_d_o;
+    float *gq; /* the gradients dQ, dK, dV */
+    size_t ld_gq, stride_gq;
+    float *gk;
+    size_t ld_gk, stride_gk;
+    float *gv;
+    size_t ld_gv, stride_gv;
+    float *dparam; /* NULL, or nw_grad_params entries: summed over the batch */
+} nw_backward_args;
+
+/* Operand x of item b. */
+#define NW_BITEM(a, x, b) ((a)->x + (b) * (a)->stride_##x)
+
+/* The reference: bytes of working memory, and the run (on the calling thread). */
+size_t nw_ref_backward_workspace(const nw_backward_args *a);
+void nw_ref_backward(const nw_backward_args *a, void *scratch);
+
+/* The fused path: bytes for `threads` workers, and the run. Needs finite Q and K, and every
+ * lse finite with |lse| <= NW_BACKWARD_LSE_MAX or -INFINITY (nw_backward_fusable). */
+#define NW_BACKWARD_LSE_MAX 1024.0
+int nw_backward_fusable(const nw_backward_args *a);
+size_t nw_fused_backward_workspace(const nw_backward_args *a, size_t threads);
+void nw_fused_backward(const nw_backward_args *a, void *scratch, nw_workers *workers);
+
+/* Writes zeros to every gradient (m == 0 or n == 0 problems, and nothing else). */
+void nw_backward_zero(const nw_backward_args *a);
+
+#endif /* NWATTN_BACKWARD_H */

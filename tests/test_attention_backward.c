@@ -1,0 +1,294 @@
+/* nwattn_attention_backward: every gradient (inputs, weights, biases, the score's parameter)
+ * against central finite differences of L = sum dY o Y, with Y the layer evaluated in long
+ * double by the oracle's scores and softmax rows; FUSED against REFERENCE; self-attention with
+ * one buffer for the three inputs; bad inputs. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "oracle.h"
+#include "testutil.h"
+
+enum { B = 2, TQ = 3, TKV = 4, H = 2, DQK = 4, DV = 6, DQIN = 3, DKIN = 5, DVIN = 2, DOUT = 3 };
+#define DH (DQK / H)
+#define DVH (DV / H)
+
+typedef struct layer {
+    float xq[B][TQ][DQIN], xk[B][TKV][DKIN], xv[B][TKV][DVIN], dy[B][TQ][DOUT];
+    float wq[DQK][DQIN], wk[DQK][DKIN], wv[DV][DVIN], wo[DOUT][DV];
+    float bq[DQK], bk[DQK], bv[DV], bo[DOUT];
+    float bw[DH];
+    nwattn_score score;
+    int default_score; /* pass NULL: scaled dot at 1/sqrt(DH) */
+    or_mask mk;
+} layer;
+
+static nwattn_attention_params params_of(layer *l) {
+    nwattn_attention_params p = {H, DQIN, DKIN, DVIN, DQK, DV, DOUT, &l->wq[0][0], &l->wk[0][0],
+                                 &l->wv[0][0], &l->wo[0][0], l->bq, l->bk, l->bv, l->bo};
+    return p;
+}
+
+static void fill(float *x, size_t count, tu_rng *rng) {
+    for (size_t i = 0; i < count; i++)
+        x[i] = tu_rng_range(rng, -1.0f, 1.0f);
+}
+
+static void layer_make(layer *l, tu_rng *rng, int kind, unsigned parts) {
+    memset(l, 0, sizeof *l);
+    fill(&l->xq[0][0][0], sizeof l->xq / sizeof(float), rng);
+    fill(&l->xk[0][0][0], sizeof l->xk / sizeof(float), rng);
+    fill(&l->xv[0][0][0], sizeof l->xv / sizeof(float), rng);
+    fill(&l->dy[0][0][0], sizeof l->dy / sizeof(float), rng);
+    fill(&l->wq[0][0], sizeof l->wq / sizeof(float), rng);
+    fill(&l->wk[0][0], sizeof l->wk / sizeof(float), rng);
+    fill(&l->wv[0][0], sizeof l->wv / sizeof(float), rng);
+    fill(&l->wo[0][0], sizeof l->wo / sizeof(float), rng);
+    fill(l->bq, DQK, rng), fill(l->bk, DQK, rng), fill(l->bv, DV, rng), fill(l->bo, DOUT, rng);
+    for (size_t i = 0; i < DH; i++)
+        l->bw[i] = tu_rng_range(rng, 0.8f, 1.5f);
+    l->default_score = kind == 0;
+    l->score.kind = kind == 0 ? NWATTN_SCORE_DOT : (nwattn_score_kind)kind;
+    l->score.scale = kind == 0 ? (float)(1.0 / sqrt((double)DH)) : 1.7f;
+    l->score.bandwidth = 1.2f;
+    l->score.bandwidths = kind == NWATTN_SCORE_GAUSSIAN ? l->bw : NULL;
+    or_mask_make(&l->mk, parts, B, TQ, TKV, rng);
+}
+
+/* X W^T + b in long double: rows × out. */
+static void project(size_t rows, size_t out, size_t in, const float *x, const float *w,
+                    const float *b, long double *y) {
+    for (size_t r = 0; r < rows; r++)
+        for (size_t o = 0; o < out; o++) {
+            long double s = b[o];
+            for (size_t i = 0; i < in; i++)
+                s += (long double)x[r * in + i] * (long double)w[o * in + i];
+            y[r * out + o] = s;
+        }
+}
+
+static double loss(const layer *l) {
+    long double q[B * TQ * DQK], k[B * TKV * DQK], v[B * TKV * DV], c[B * TQ * DV];
+    project(B * TQ, DQK, DQIN, &l->xq[0][0][0], &l->wq[0][0], l->bq, q);
+    project(B * TKV, DQK, DKIN, &l->xk[0][0][0], &l->wk[0][0], l->bk, k);
+    project(B * TKV, DV, DVIN, &l->xv[0][0][0], &l->wv[0][0], l->bv, v);
+    const nwattn_mask *mask = or_mask_get(&l->mk);
+    for (size_t b = 0; b < B; b++)
+        for (size_t h = 0; h < H; h++)
+            for (size_t i = 0; i < TQ; i++) {
+                long double x[TKV], w[TKV];
+                unsigned char live[TKV];
+                double range;
+                for (size_t j = 0; j < TKV; j++) {
+                    live[j] = !or_masked(mask, b, TQ, TKV, i, j);
+                    x[j] = or_score_ld(&l->score, DH, q + (b * TQ + i) * DQK + h * DH,
+                                       k + (b * TKV + j) * DQK + h * DH) +
+                           (long double)or_additive(mask, b, i, j);
+                }
+                or_softmax_values(TKV, x, live, w, &range);
+                for (size_t cc = 0; cc < DVH; cc++) {
+                    long double o = 0.0L;
+                    for (size_t j = 0; j < TKV; j++)
+                        o += w[j] == 0.0L ? 0.0L : w[j] * v[(b * TKV + j) * DV + h * DVH + cc];
+                    c[(b * TQ + i) * DV + h * DVH + cc] = o;
+                }
+            }
+    long double total = 0.0L;
+    for (size_t b = 0; b < B; b++)
+        for (size_t i = 0; i < TQ; i++)
+            for (size_t o = 0; o < DOUT; o++) {
+                long double y = l->bo[o];
+                for (size_t cc = 0; cc < DV; cc++)
+                    y += c[(b * TQ + i) * DV + cc] * (long double)l->wo[o][cc];
+                total += y * (long double)l->dy[b][i][o];
+            }
+    return (double)total;
+}
+
+static double fd(layer *l, float *x) {
+    const float x0 = *x, step = 0x1p-9f * fmaxf(1.0f, fabsf(x0));
+    const float hi = x0 + step, lo = x0 - step;
+    *x = hi;
+    const double l_hi = loss(l);
+    *x = lo;
+    const double l_lo = loss(l);
+    *x = x0;
+    return (l_hi - l_lo) / ((double)hi - (double)lo);
+}
+
+typedef struct grads {
+    float dxq[B][TQ][DQIN], dxk[B][TKV][DKIN], dxv[B][TKV][DVIN];
+    float dwq[DQK][DQIN], dwk[DQK][DKIN], dwv[DV][DVIN], dwo[DOUT][DV];
+    float dbq[DQK], dbk[DQK], dbv[DV], dbo[DOUT], dscore[DH];
+} grads;
+
+static nwattn_attention_grads grads_struct(grads *g) {
+    nwattn_attention_grads s = {&g->dxq[0][0][0], DQIN, TQ * DQIN, &g->dxk[0][0][0], DKIN,
+                                TKV * DKIN, &g->dxv[0][0][0], DVIN, TKV * DVIN, &g->dwq[0][0],
+                                &g->dwk[0][0], &g->dwv[0][0], &g->dwo[0][0], g->dbq, g->dbk,
+                                g->dbv, g->dbo, g->dscore};
+    return s;
+}
+
+static nwattn_status backward(nwattn_context *ctx, layer *l, grads *g) {
+    const nwattn_attention_params p = params_of(l);
+    const nwattn_attention_grads gs = grads_struct(g);
+    return nwattn_attention_backward(ctx, &p, l->default_score ? NULL : &l->score,
+                                     or_mask_get(&l->mk), B, TQ, TKV, &l->xq[0][0][0], DQIN,
+                                     TQ * DQIN, &l->xk[0][0][0], DKIN, TKV * DKIN,
+                                     &l->xv[0][0][0], DVIN, TKV * DVIN, &l->dy[0][0][0], DOUT,
+                                     TQ * DOUT, &gs);
+}
+
+/* got[i] against the finite differences of x[i], within 2e-3 of the largest. */
+static int check(const char *what, layer *l, float *x, const float *got, size_t count) {
+    double *want = malloc(count * sizeof *want), big = 0.0, worst = 0.0;
+    for (size_t i = 0; i < count; i++) {
+        want[i] = fd(l, x + i);
+        big = fmax(big, fabs(want[i]));
+    }
+    size_t at = 0;
+    for (size_t i = 0; i < count; i++)
+        if (fabs((double)got[i] - want[i]) > worst)
+            worst = fabs((double)got[i] - want[i]), at = i;
+    const int ok = worst <= 2e-3 * big + 1e-6;
+    if (!ok)
+        print_error("%s[%zu]: %.9g vs finite difference %.9g (largest %.3g)\n", what, at,
+                    (double)got[at], want[at], big);
+    free(want);
+    return ok;
+}
+
+#define N_OF(x) (sizeof(x) / sizeof(float))
+
+static int check_all(layer *l, grads *g) {
+    float *param = l->default_score || l->score.kind == NWATTN_SCORE_COSINE ? &l->score.scale
+                   : l->score.bandwidths                                    ? l->bw
+                                                                            : &l->score.bandwidth;
+    const size_t n_param = l->score.bandwidths ? DH : 1;
+    return check("dx_q", l, &l->xq[0][0][0], &g->dxq[0][0][0], N_OF(l->xq)) &&
+           check("dx_k", l, &l->xk[0][0][0], &g->dxk[0][0][0], N_OF(l->xk)) &&
+           check("dx_v", l, &l->xv[0][0][0], &g->dxv[0][0][0], N_OF(l->xv)) &&
+           check("dw_q", l, &l->wq[0][0], &g->dwq[0][0], N_OF(l->wq)) &&
+           check("dw_k", l, &l->wk[0][0], &g->dwk[0][0], N_OF(l->wk)) &&
+           check("dw_v", l, &l->wv[0][0], &g->dwv[0][0], N_OF(l->wv)) &&
+           check("dw_o", l, &l->wo[0][0], &g->dwo[0][0], N_OF(l->wo)) &&
+           check("db_q", l, l->bq, g->dbq, DQK) && check("db_k", l, l->bk, g->dbk, DQK) &&
+           check("db_v", l, l->bv, g->dbv, DV) && check("db_o", l, l->bo, g->dbo, DOUT) &&
+           check("d_score", l, param, g->dscore, n_param);
+}
+
+static void finite_differences(void **state) {
+    (void)state;
+    const nwattn_backend backends[] = {NWATTN_BACKEND_REFERENCE, NWATTN_BACKEND_FUSED};
+    const int kinds[] = {0, NWATTN_SCORE_GAUSSIAN, NWATTN_SCORE_LAPLACE, NWATTN_SCORE_COSINE};
+    const unsigned parts[] = {0, OR_CAUSAL | OR_LENS_ITEM | OR_ADDITIVE};
+    tu_rng rng;
+    tu_rng_seed(&rng, 4);
+    for (size_t bi = 0; bi < 2; bi++) {
+        nwattn_context *ctx = tu_context(backends[bi]);
+        for (size_t ki = 0; ki < 4; ki++)
+            for (size_t pi = 0; pi < 2; pi++) {
+                layer *l = malloc(sizeof *l);
+                grads *g = malloc(sizeof *g);
+                layer_make(l, &rng, kinds[ki], parts[pi]);
+                TU_ASSERT_OK(ctx, backward(ctx, l, g));
+                const int ok = check_all(l, g);
+                if (!ok)
+                    print_error("backend %d, score %d, mask %u\n", (int)backends[bi], kinds[ki],
+                                parts[pi]);
+                assert_true(ok);
+                or_mask_free(&l->mk);
+                free(l);
+                free(g);
+            }
+        nwattn_context_destroy(ctx);
+    }
+}
+
+/* Self-attention: one buffer passed three times; its gradient is the three summed. The same
+ * gradients as with three copies, bit for bit. */
+static void self_attention_one_buffer(void **state) {
+    (void)state;
+    enum { T = 5, E = 4 };
+    nwattn_context *ctx = tu_context(NWATTN_BACKEND_FUSED);
+    tu_rng rng;
+    tu_rng_seed(&rng, 9);
+    float x[2 * T * E], copy[3][2 * T * E], w[3][E * E], dy[2 * T * E];
+    fill(x, 2 * T * E, &rng), fill(&w[0][0], 3 * E * E, &rng), fill(dy, 2 * T * E, &rng);
+    for (int i = 0; i < 3; i++)
+        memcpy(copy[i], x, sizeof x);
+    const nwattn_attention_params p = {2, E, E, E, E, E, 0, w[0], w[1], w[2], NULL,
+                                       NULL, NULL, NULL, NULL};
+    float d1[3][2 * T * E], d2[3][2 * T * E], dw1[E * E], dw2[E * E];
+    nwattn_attention_grads g1 = {d1[0], E, T * E, d1[1], E, T * E, d1[2], E, T * E, dw1, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+    nwattn_attention_grads g2 = {d2[0], E, T * E, d2[1], E, T * E, d2[2], E, T * E, dw2, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+    TU_ASSERT_OK(ctx, nwattn_attention_backward(ctx, &p, NULL, NULL, 2, T, T, x, E, T * E, x, E,
+                                                T * E, x, E, T * E, dy, E, T * E, &g1));
+    TU_ASSERT_OK(ctx, nwattn_attention_backward(ctx, &p, NULL, NULL, 2, T, T, copy[0], E, T * E,
+                                                copy[1], E, T * E, copy[2], E, T * E, dy, E,
+                                                T * E, &g2));
+    assert_memory_equal(d1, d2, sizeof d1);
+    assert_memory_equal(dw1, dw2, sizeof dw1);
+    nwattn_context_destroy(ctx);
+}
+
+static void bad_inputs(void **state) {
+    (void)state;
+    nwattn_context *ctx = tu_context(NWATTN_BACKEND_AUTO);
+    tu_rng rng;
+    tu_rng_seed(&rng, 2);
+    layer *l = malloc(sizeof *l);
+    grads *g = malloc(sizeof *g);
+    layer_make(l, &rng, 0, 0);
+    memset(g, 0x7f, sizeof *g);
+    grads untouched;
+    memcpy(&untouched, g, sizeof untouched);
+    nwattn_attention_params p = params_of(l);
+    nwattn_attention_grads gs = grads_struct(g);
+#define CALL(p_, dy_, gs_)                                                                      \
+    nwattn_attention_backward(ctx, p_, NULL, NULL, B, TQ, TKV, &l->xq[0][0][0], DQIN,          \
+                              TQ * DQIN, &l->xk[0][0][0], DKIN, TKV * DKIN, &l->xv[0][0][0],   \
+                              DVIN, TKV * DVIN, dy_, DOUT, TQ * DOUT, gs_)
+    assert_int_equal(CALL(&p, &l->dy[0][0][0], NULL), NWATTN_ERR_NULL_POINTER);
+    assert_int_equal(CALL(NULL, &l->dy[0][0][0], &gs), NWATTN_ERR_NULL_POINTER);
+    assert_int_equal(CALL(&p, NULL, &gs), NWATTN_ERR_NULL_POINTER);
+    assert_non_null(strstr(nwattn_context_last_error(ctx), "dy"));
+    nwattn_attention_params no_wo = p;
+    no_wo.w_o = NULL;
+    float dy_concat[B * TQ * DV] = {0}; /* without w_o dY is d_v wide */
+    assert_int_equal(nwattn_attention_backward(ctx, &no_wo, NULL, NULL, B, TQ, TKV,
+                                               &l->xq[0][0][0], DQIN, TQ * DQIN,
+                                               &l->xk[0][0][0], DKIN, TKV * DKIN,
+                                               &l->xv[0][0][0], DVIN, TKV * DVIN, dy_concat, DV,
+                                               TQ * DV, &gs),
+                     NWATTN_ERR_BAD_PARAMETER);
+    assert_non_null(strstr(nwattn_context_last_error(ctx), "dw_o"));
+    nwattn_attention_grads bad = gs;
+    bad.dw_q = &l->wq[0][0]; /* over an input */
+    assert_int_equal(CALL(&p, &l->dy[0][0][0], &bad), NWATTN_ERR_ALIASING);
+    bad = gs;
+    bad.db_k = g->dbq + 1; /* overlaps db_q */
+    assert_int_equal(CALL(&p, &l->dy[0][0][0], &bad), NWATTN_ERR_ALIASING);
+    bad = gs;
+    bad.ld_dx_k = DKIN - 1;
+    assert_int_equal(CALL(&p, &l->dy[0][0][0], &bad), NWATTN_ERR_BAD_LEADING_DIM);
+    nwattn_attention_params odd = p;
+    odd.heads = 3;
+    assert_int_equal(CALL(&odd, &l->dy[0][0][0], &gs), NWATTN_ERR_BAD_DIMENSION);
+    assert_memory_equal(g, &untouched, sizeof untouched);
+#undef CALL
+    or_mask_free(&l->mk);
+    free(l);
+    free(g);
+    nwattn_context_destroy(ctx);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(bad_inputs),
+        cmocka_unit_test(self_attention_one_buffer),
+        cmocka_unit_test(finite_differences),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

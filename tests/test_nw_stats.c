@@ -1,0 +1,579 @@
+/* The regression statistics (nwattn_nw_summary, _inference, _bootstrap_bands) and the kernel
+ * density (nwattn_kde, _kde_cv): integer observation weights equal repeated rows; closed forms
+ * at infinite bandwidth (the sample mean and ordinary least squares, with their classical and
+ * HC2 standard errors); derivatives against analytic ones and finite differences; bootstrap
+ * reproducibility and its agreement with the heteroscedastic variance; densities against
+ * direct sums and numerical integrals; the bad-input matrix with outputs untouched. */
+#include "nw_test.h"
+
+static const nwattn_kernel kernels[] = {NWATTN_KERNEL_GAUSSIAN, NWATTN_KERNEL_LAPLACE,
+                                        NWATTN_KERNEL_EPANECHNIKOV, NWATTN_KERNEL_TRICUBE,
+                                        NWATTN_KERNEL_UNIFORM};
+
+typedef struct data {
+    size_t n, d;
+    float *x, *y, *w;
+} data;
+
+/* n points in [0, 1)^d on a lattice of step 1/16 (no kernel edge ties at h = 0.3 + ...),
+ * y = sin 4x_1 + x_2/2 + noise, integer weights 0..3 (at least 1 for the first three). */
+static data make_data(uint64_t seed, size_t n, size_t d) {
+    nwattn_rng rng;
+    nwattn_rng_seed(&rng, seed);
+    data s = {n, d, nt_alloc(n * d * sizeof(float)), nt_alloc(n * sizeof(float)),
+              nt_alloc(n * sizeof(float))};
+    for (size_t j = 0; j < n; j++) {
+        for (size_t k = 0; k < d; k++)
+            s.x[j * d + k] = (float)(nwattn_rng_next(&rng) % 16) / 16.0f + 0.01f * (float)k;
+        s.y[j] = (float)(sin(4.0 * s.x[j * d]) + (d > 1 ? 0.5 * s.x[j * d + 1] : 0.0) +
+                         0.3 * nwattn_rng_normal(&rng));
+        s.w[j] = (float)(j < 3 ? 1 + nwattn_rng_next(&rng) % 3 : nwattn_rng_next(&rng) % 4);
+    }
+    return s;
+}
+
+/* The same data with each row repeated w times (unit weights). */
+static data repeat_rows(const data *s) {
+    size_t total = 0;
+    for (size_t j = 0; j < s->n; j++)
+        total += (size_t)s->w[j];
+    data r = {total, s->d, nt_alloc(total * s->d * sizeof(float)), nt_alloc(total * sizeof(float)),
+              NULL};
+    size_t at = 0;
+    for (size_t j = 0; j < s->n; j++)
+        for (size_t c = 0; c < (size_t)s->w[j]; c++, at++) {
+            memcpy(r.x + at * s->d, s->x + j * s->d, s->d * sizeof(float));
+            r.y[at] = s->y[j];
+        }
+    return r;
+}
+
+static void free_data(data *s) { free(s->x), free(s->y), free(s->w); }
+
+static void same_summary(const char *what, const nwattn_fit_summary *a,
+                         const nwattn_fit_summary *b, double tol) {
+    nt_close(what, 0, a->r2, b->r2, tol, tol);
+    nt_close(what, 1, a->dof, b->dof, tol, tol);
+    nt_close(what, 2, a->dof_resid, b->dof_resid, tol, tol);
+    nt_close(what, 3, a->sigma2, b->sigma2, tol, tol);
+    nt_close(what, 4, a->rss, b->rss, tol, tol);
+    nt_close(what, 5, a->cv, b->cv, tol, tol);
+}
+
+static void test_integer_weights_are_repeated_rows(void **state) {
+    (void)state;
+    nwattn_context *ctx = nt_context(NWATTN_BACKEND_AUTO);
+    for (size_t d = 1; d <= 2; d++)
+        for (size_t kk = 0; kk < 5; kk++)
+            for (int degree = 0; degree < 2; degree++) {
+                data s = make_data(100 + d, 23, d);
+                data r = repeat_rows(&s);
+                nwattn_regression model = {kernels[kk], (nwattn_degree)degree, NWATTN_EMPTY_NAN};
+                const float h[2] = {0.33f, 0.61f};
+                nwattn_fit_summary ws, rs;
+                NT_ASSERT_OK(ctx, nwattn_nw_summary(ctx, &model, h, s.n, d, s.x, d, s.y, s.w, &ws,
+                                                    NULL, NULL));
+                NT_ASSERT_OK(ctx, nwattn_nw_summary(ctx, &model, h, r.n, d, r.x, d, r.y, NULL,
+                                                    &rs, NULL, NULL));
+                same_summary("weighted vs repeated summary", &ws, &rs, 1e-9);
+                const size_t m = 6;
+                float xq[12];
+                for (size_t i = 0; i < m * d; i++)
+                    xq[i] = 0.1f + 0.13f * (float)i;
+                double a[4][12], b[4][12];
+                for (int v = 0; v < 2; v++) {
+                    NT_ASSERT_OK(ctx, nwattn_nw_inference(ctx, &model, h, s.n, d, s.x, d, s.y,
+                                                          s.w, (nwattn_variance)v, m, xq, d, a[0],
+                                                          a[1], a[2], d, a[3], d, NULL));
+                    NT_ASSERT_OK(ctx, nwattn_nw_inference(ctx, &model, h, r.n, d, r.x, d, r.y,
+                                                          NULL, (nwattn_variance)v, m, xq, d, b[0],
+                                                          b[1], b[2], d, b[3], d, NULL));
+                    for (int o = 0; o < 4; o++)
+                        for (size_t i = 0; i < (o < 2 ? m : m * d); i++)
+                            if (!(isnan(a[o][i]) && isnan(b[o][i])))
+                                nt_close("weighted vs repeated inference", (size_t)o * 100 + i,
+                                         a[o][i], b[o][i], 1e-9, 1e-9);
+                }
+                free_data(&s), free_data(&r);
+            }
+    nwattn_context_destroy(ctx);
+}
+
+/* With unit weights the fit is the oracle's direct long double estimate. */
+static void test_fit_matches_oracle(void **state) {
+    (void)state;
+    nwattn_context *ctx = nt_context(NWATTN_BACKEND_AUTO);
+    for (size_t d = 1; d <= 2; d++) {
+        data s = make_data(200 + d, 29, d);
+        const float h[2] = {0.29f, 0.53f};
+        float xq[14];
+        for (size_t i = 0; i < 7 * d; i++)
+            xq[i] = 0.05f + 0.11f * (float)i;
+        for (size_t kk = 0; kk < 5; kk++)
+            for (int degree = 0; degree < 2; degree++) {
+                nwattn_regression model = {kernels[kk], (nwattn_degree)degree, NWATTN_EMPTY_NAN};
+                double fit[7];
+                unsigned char flags[7];
+                NT_ASSERT_OK(ctx, nwattn_nw_inference(ctx, &model, h, s.n, d, s.x, d, s.y, NULL,
+                                                      NWATTN_VARIANCE_HOMOSCEDASTIC, 7, xq, d,
+                                                      fit, NULL, NULL, d, NULL, d, flags));
+                for (size_t i = 0; i < 7; i++) {
+                    double want;
+                    int ok = or_nw_direct(kernels[kk], (nwattn_degree)degree, s.n, d, 1, s.x, d,
+                                          s.y, 1, h, xq + i * d, SIZE_MAX, &want);
+                    if (!ok) {
+                        assert_true(flags[i] != 0);
+                        continue;
+                    }
+                    if (flags[i] == 0)
+                        nt_close("fit vs oracle", kk * 100 + (size_t)degree * 10 + i, fit[i], want,
+                                 1e-9, 1e-9);
+                }
+            }
+        free_data(&s);
+    }
+    nwattn_context_destroy(ctx);
+}
+
+/* At a bandwidth far beyond the data the uniform kernel gives every point weight 1: the local
+ * constant fit is the mean (se = s / sqrt n), local linear is ordinary least squares with its
+ * textbook standard errors (and HC2 for the heteroscedastic variance). */
+static void test_infinite_bandwidth_closed_forms(void **state) {
+    (void)state;
+    nwattn_context *ctx = nt_context(NWATTN_BACKEND_REFERENCE);
+    nwattn_rng rng;
+    nwattn_rng_seed(&rng, 7);
+    const size_t n = 31;
+    const double nd = 31.0;
+    float x[31], y[31];
+    long double sx = 0, sy = 0;
+    for (size_t j = 0; j < n; j++) {
+        x[j] = (float)nwattn_rng_uniform(&rng);
+        y[j] = (float)(1.0 + 2.0 * x[j] + 0.5 * nwattn_rng_normal(&rng) * (0.5 + x[j]));
+        sx += x[j], sy += y[j];
+    }
+    const long double mx = sx / n, my = sy / n;
+    long double sxx = 0, sxy = 0, syy = 0;
+    for (size_t j = 0; j < n; j++) {
+        sxx += (x[j] - mx) * (x[j] - mx);
+        sxy += (x[j] - mx) * (y[j] - my);
+        syy += (y[j] - my) * (y[j] - my);
+    }
+    const long double beta = sxy / sxx, alpha = my - beta * mx;
+    long double rss = 0;
+    for (size_t j = 0; j < n; j++) {
+        long double r = y[j] - alpha - beta * x[j];
+        rss += r * r;
+    }
+    const float h = 1e4f, q = 0.3f;
+    nwattn_fit_summary s;
+    double fit, se, deriv, dse;
+    /* local constant: the mean */
+    nwattn_regression lc = {NWATTN_KERNEL_UNIFORM, NWATTN_LOCAL_CONSTANT, NWATTN_EMPTY_NAN};
+    NT_ASSERT_OK(ctx, nwattn_nw_summary(ctx, &lc, &h, n, 1, x, 1, y, NULL, &s, NULL, NULL));
+    nt_close("mean: dof", 0, s.dof, 1.0, 1e-12, 1e-12);
+    nt_close("mean: dof_resid", 0, s.dof_resid, nd - 1.0, 1e-10, 1e-12);
+    nt_close("mean: sigma2", 0, s.sigma2, (double)(syy / (n - 1)), 1e-12, 1e-9);
+    nt_close("mean: r2", 0, s.r2, 0.0, 1e-9, 0);
+    nt_close("mean: cv", 0, s.cv, (double)(syy / n) * nd * nd / ((nd - 1.0) * (nd - 1.0)), 1e-12,
+             1e-9);
+    NT_ASSERT_OK(ctx, nwattn_nw_inference(ctx, &lc, &h, n, 1, x, 1, y, NULL,
+                                          NWATTN_VARIANCE_HOMOSCEDASTIC, 1, &q, 1, &fit, &se,
+                                          &deriv, 1, &dse, 1, NULL));
+    nt_close("mean: fit", 0, fit, (double)my, 1e-12, 1e-9);
+    nt_close("mean: se", 0, se, sqrt((double)(syy / (n - 1)) / nd), 1e-12, 1e-9);
+    nt_close("mean: derivative", 0, deriv, 0.0, 1e-12, 0);
+    /* local linear: least squares */
+    nwattn_regression ll = {NWATTN_KERNEL_UNIFORM, NWATTN_LOCAL_LINEAR, NWATTN_EMPTY_NAN};
+    NT_ASSERT_OK(ctx, nwattn_nw_summary(ctx, &ll, &h, n, 1, x, 1, y, NULL, &s, NULL, NULL));
+    nt_close("ols: dof", 0, s.dof, 2.0, 1e-9, 1e-9);
+    nt_close("ols: dof_resid", 0, s.dof_resid, nd - 2.0, 1e-8, 1e-9);
+    const double s2 = (double)(rss / (n - 2));
+    nt_close("ols: sigma2", 0, s.sigma2, s2, 1e-12, 1e-7);
+    nt_close("ols: r2", 0, s.r2, (double)(1 - rss / syy), 1e-9, 1e-7);
+    NT_ASSERT_OK(ctx, nwattn_nw_inference(ctx, &ll, &h, n, 1, x, 1, y, NULL,
+                                          NWATTN_VARIANCE_HOMOSCEDASTIC, 1, &q, 1, &fit, &se,
+                                          &deriv, 1, &dse, 1, NULL));
+    nt_close("ols: fit", 0, fit, (double)(alpha + beta * q), 1e-9, 1e-7);
+    nt_close("ols: slope", 0, deriv, (double)beta, 1e-9, 1e-7);
+    nt_close("ols: se", 0, se, sqrt(s2 * (1.0 / nd + (double)((q - mx) * (q - mx) / sxx))), 1e-12,
+             1e-6);
+    nt_close("ols: slope se", 0, dse, sqrt(s2 / (double)sxx), 1e-12, 1e-6);
+    /* HC2: sum_j l_j^2 r_j^2 / (1 - h_jj), h_jj = 1/n + (x_j - mx)^2 / sxx */
+    long double hc2 = 0, hc2_slope = 0;
+    for (size_t j = 0; j < n; j++) {
+        const long double lev = 1.0L / n + (x[j] - mx) * (x[j] - mx) / sxx;
+        const long double l = 1.0L / n + (q - mx) * (x[j] - mx) / sxx, ls = (x[j] - mx) / sxx;
+        const long double r = y[j] - alpha - beta * x[j];
+        hc2 += l * l * r * r / (1 - lev);
+        hc2_slope += ls * ls * r * r / (1 - lev);
+    }
+    NT_ASSERT_OK(ctx, nwattn_nw_inference(ctx, &ll, &h, n, 1, x, 1, y, NULL,
+                                          NWATTN_VARIANCE_HETEROSCEDASTIC, 1, &q, 1, &fit, &se,
+                                          &deriv, 1, &dse, 1, NULL));
+    nt_close("ols: HC2 se", 0, se, sqrt((double)hc2), 1e-12, 1e-6);
+    nt_close("ols: HC2 slope se", 0, dse, sqrt((double)hc2_slope), 1e-12, 1e-6);
+    nwattn_context_destroy(ctx);
+}
+
+/* Noise-free y = sin(x) + x2^2/2 on a fine grid: the local linear slope is cos(x) (and x2),
+ * the local constant derivative is the derivative of its own fit (central differences). */
+static void test_derivatives(void **state) {
+    (void)state;
+    nwattn_context *ctx = nt_context(NWATTN_BACKEND_AUTO);
+    const size_t g = 21, n = g * g;
+    float *x = nt_alloc(2 * n * sizeof(float)), *y = nt_alloc(n * sizeof(float));
+    for (size_t a = 0; a < g; a++)
+        for (size_t b = 0; b < g; b++) {
+            const size_t j = a * g + b;
+            x[2 * j] = 3.0f * (float)a / (float)(g - 1);
+            x[2 * j + 1] = (float)b / (float)(g - 1);
+            y[j] = (float)(sin(x[2 * j]) + 0.5 * x[2 * j + 1] * x[2 * j + 1]);
+        }
+    const float h[2] = {0.12f, 0.08f}, q[6] = {1.0f, 0.5f, 1.7f, 0.4f, 2.2f, 0.6f};
+    double fit[3], deriv[6];
+    nwattn_regression ll = {NWATTN_KERNEL_GAUSSIAN, NWATTN_LOCAL_LINEAR, NWATTN_EMPTY_NAN};
+    NT_ASSERT_OK(ctx, nwattn_nw_inference(ctx, &ll, h, n, 2, x, 2, y, NULL,
+                                          NWATTN_VARIANCE_HOMOSCEDASTIC, 3, q, 2, fit, NULL, deriv,
+                                          2, NULL, 2, NULL));
+    for (size_t i = 0; i < 3; i++) {
+        nt_close("slope vs cos", i, deriv[2 * i], cos(q[2 * i]), 1e-2, 0);
+        nt_close("slope vs x2", i, deriv[2 * i + 1], q[2 * i + 1], 1e-2, 0);
+    }
+    /* the uniform kernel's derivative is 0 by definition: not compared */
+    for (size_t kk = 0; kk < 4; kk++) {
+        nwattn_regression lc = {kernels[kk], NWATTN_LOCAL_CONSTANT, NWATTN_EMPTY_NAN};
+        const float hc[2] = {kk >= 2 ? 0.43f : 0.2f, kk >= 2 ? 0.37f : 0.15f}; /* no edge on a point */
+        NT_ASSERT_OK(ctx, nwattn_nw_inference(ctx, &lc, hc, n, 2, x, 2, y, NULL,
+                                              NWATTN_VARIANCE_HOMOSCEDASTIC, 3, q, 2, fit, NULL,
+                                              deriv, 2, NULL, 2, NULL));
+        for (size_t i = 0; i < 3; i++)
+            for (size_t k = 0; k < 2; k++) {
+                const float e = 1e-3f;
+                float qp[2] = {q[2 * i], q[2 * i + 1]}, qm[2] = {q[2 * i], q[2 * i + 1]};
+                qp[k] += e, qm[k] -= e;
+                double fp, fm;
+                NT_ASSERT_OK(ctx, nwattn_nw_inference(ctx, &lc, hc, n, 2, x, 2, y, NULL,
+                                                      NWATTN_VARIANCE_HOMOSCEDASTIC, 1, qp, 2, &fp,
+                                                      NULL, NULL, 2, NULL, 2, NULL));
+                NT_ASSERT_OK(ctx, nwattn_nw_inference(ctx, &lc, hc, n, 2, x, 2, y, NULL,
+                                                      NWATTN_VARIANCE_HOMOSCEDASTIC, 1, qm, 2, &fm,
+                                                      NULL, NULL, 2, NULL, 2, NULL));
+                const double fd = (fp - fm) / ((double)qp[k] - (double)qm[k]);
+                nt_close("local constant derivative vs central difference", kk * 10 + i * 2 + k,
+                         deriv[2 * i + k], fd, 2e-3, 2e-3);
+            }
+    }
+    free(x), free(y);
+    nwattn_context_destroy(ctx);
+}
+
+/* The same seed gives the same bands; the bootstrap variance of Rademacher draws is exactly
+ * the heteroscedastic variance, so the pointwise band is fit ± 1.96 se up to Monte Carlo
+ * error; the simultaneous band is wider than the pointwise one. */
+static void test_bootstrap(void **state) {
+    (void)state;
+    nwattn_context *ctx = nt_context(NWATTN_BACKEND_AUTO);
+    data s = make_data(9, 60, 1);
+    nwattn_regression model = {NWATTN_KERNEL_GAUSSIAN, NWATTN_LOCAL_LINEAR, NWATTN_EMPTY_NAN};
+    const float h = 0.15f;
+    enum { M = 9 };
+    float xq[M];
+    for (size_t i = 0; i < M; i++)
+        xq[i] = 0.1f + 0.1f * (float)i;
+    double b1[4][M], b2[4][M], b3[4][M], fit[M], se[M];
+    NT_ASSERT_OK(ctx, nwattn_nw_bootstrap_bands(ctx, &model, &h, s.n, 1, s.x, 1, s.y, NULL, M, xq,
+                                                1, 4000, 42, 0.95, b1[0], b1[1], b1[2], b1[3]));
+    NT_ASSERT_OK(ctx, nwattn_nw_bootstrap_bands(ctx, &model, &h, s.n, 1, s.x, 1, s.y, NULL, M, xq,
+                                                1, 4000, 42, 0.95, b2[0], b2[1], b2[2], b2[3]));
+    NT_ASSERT_OK(ctx, nwattn_nw_bootstrap_bands(ctx, &model, &h, s.n, 1, s.x, 1, s.y, NULL, M, xq,
+                                                1, 4000, 43, 0.95, b3[0], b3[1], b3[2], b3[3]));
+    assert_memory_equal(b1, b2, sizeof b1);
+    assert_true(memcmp(b1, b3, sizeof b1) != 0);
+    NT_ASSERT_OK(ctx, nwattn_nw_inference(ctx, &model, &h, s.n, 1, s.x, 1, s.y, NULL,
+                                          NWATTN_VARIANCE_HETEROSCEDASTIC, M, xq, 1, fit, se, NULL,
+                                          1, NULL, 1, NULL));
+    for (size_t i = 0; i < M; i++) {
+        nt_close("bootstrap lower vs fit - 1.96 se", i, b1[0][i], fit[i] - 1.96 * se[i],
+                 0.1 * se[i], 0);
+        nt_close("bootstrap upper vs fit + 1.96 se", i, b1[1][i], fit[i] + 1.96 * se[i],
+                 0.1 * se[i], 0);
+        assert_true(b1[2][i] < b1[0][i] && b1[3][i] > b1[1][i]);
+        nt_close("simultaneous band centred", i, 0.5 * (b1[2][i] + b1[3][i]), fit[i], 1e-12,
+                 1e-12);
+    }
+    free_data(&s);
+    nwattn_context_destroy(ctx);
+}
+
+/* Density: direct sums, weights as repeats, integral 1 (Riemann sum), LSCV's integral term
+ * and the likelihood against direct leave-one-out evaluations. */
+static void test_kde(void **state) {
+    (void)state;
+    nwattn_context *ctx = nt_context(NWATTN_BACKEND_AUTO);
+    data s = make_data(11, 17, 1);
+    data r = repeat_rows(&s);
+    const float h = 0.21f;
+    const size_t grid = 2001;
+    float *q = nt_alloc(grid * sizeof(float));
+    double *f = nt_alloc(grid * sizeof(double)), *fr = nt_alloc(grid * sizeof(double));
+    for (size_t i = 0; i < grid; i++)
+        q[i] = -2.0f + 5.0f * (float)i / (float)(grid - 1);
+    NT_ASSERT_OK(ctx, nwattn_kde(ctx, &h, grid, s.n, 1, q, 1, s.x, 1, s.w, f));
+    NT_ASSERT_OK(ctx, nwattn_kde(ctx, &h, grid, r.n, 1, q, 1, r.x, 1, NULL, fr));
+    double integral = 0.0, integral_sq = 0.0;
+    for (size_t i = 0; i < grid; i++) {
+        nt_close("kde weighted vs repeated", i, f[i], fr[i], 1e-13, 1e-12);
+        const double dx = 5.0 / (double)(grid - 1) * (i == 0 || i + 1 == grid ? 0.5 : 1.0);
+        integral += f[i] * dx;
+        integral_sq += f[i] * f[i] * dx;
+    }
+    nt_close("kde integral", 0, integral, 1.0, 1e-6, 0);
+    /* direct: the weighted sum of normal densities */
+    long double total = 0, direct = 0;
+    for (size_t j = 0; j < s.n; j++) {
+        long double u = ((long double)q[700] - s.x[j]) / h;
+        direct += s.w[j] * expl(-0.5L * u * u) / (sqrtl(2.0L * 3.14159265358979323846L) * h);
+        total += s.w[j];
+    }
+    nt_close("kde direct", 0, f[700], (double)(direct / total), 1e-14, 1e-12);
+    double lscv[2], ll[2], lscv_r[2], ll_r[2];
+    const float hs[2] = {h, 0.4f};
+    NT_ASSERT_OK(ctx, nwattn_kde_cv(ctx, 2, hs, 1, s.n, 1, s.x, 1, s.w, lscv, ll));
+    NT_ASSERT_OK(ctx, nwattn_kde_cv(ctx, 2, hs, 1, r.n, 1, r.x, 1, NULL, lscv_r, ll_r));
+    for (size_t g = 0; g < 2; g++) {
+        nt_close("lscv weighted vs repeated", g, lscv[g], lscv_r[g], 1e-12, 1e-10);
+        nt_close("loglik weighted vs repeated", g, ll[g], ll_r[g], 1e-12, 1e-10);
+    }
+    /* LSCV = integral f^2 - 2 mean f_-i(x_i), by direct leave-one-out sums on the repeats */
+    long double loo = 0, lsum = 0;
+    for (size_t i = 0; i < r.n; i++) {
+        long double sum = 0;
+        for (size_t j = 0; j < r.n; j++)
+            if (j != i) {
+                long double u = ((long double)r.x[i] - r.x[j]) / h;
+                sum += expl(-0.5L * u * u) / (sqrtl(2.0L * 3.14159265358979323846L) * h);
+            }
+        loo += sum / (r.n - 1);
+        lsum += logl(sum / (r.n - 1));
+    }
+    nt_close("lscv vs numerical integral", 0, lscv[0],
+             integral_sq - 2.0 * (double)(loo / r.n), 1e-6, 0);
+    nt_close("loglik direct", 0, ll[0], (double)(lsum / r.n), 1e-12, 1e-10);
+    free(q), free(f), free(fr);
+    free_data(&s), free_data(&r);
+    nwattn_context_destroy(ctx);
+}
+
+/* Bad inputs: a readable status, outputs untouched. */
+static void test_bad_inputs(void **state) {
+    (void)state;
+    nwattn_context *ctx = nt_context(NWATTN_BACKEND_AUTO);
+    data s = make_data(3, 10, 1);
+    nwattn_regression model = {NWATTN_KERNEL_GAUSSIAN, NWATTN_LOCAL_LINEAR, NWATTN_EMPTY_NAN};
+    nwattn_regression bad_kernel = {(nwattn_kernel)77, NWATTN_LOCAL_LINEAR, NWATTN_EMPTY_NAN};
+    const float h = 0.3f, bad_h = -1.0f, q = 0.5f;
+    float w[10];
+    nwattn_fit_summary sum;
+    memset(&sum, 0x5a, sizeof sum);
+    nwattn_fit_summary before = sum;
+    double out[4] = {7, 7, 7, 7}, dens = 7;
+    NT_ASSERT_STATUS(ctx, nwattn_nw_summary(ctx, NULL, &h, 10, 1, s.x, 1, s.y, NULL, &sum, NULL,
+                                            NULL),
+                     NWATTN_ERR_NULL_POINTER);
+    NT_ASSERT_STATUS(ctx, nwattn_nw_summary(ctx, &bad_kernel, &h, 10, 1, s.x, 1, s.y, NULL, &sum,
+                                            NULL, NULL),
+                     NWATTN_ERR_BAD_ENUM);
+    NT_ASSERT_STATUS(ctx, nwattn_nw_summary(ctx, &model, &bad_h, 10, 1, s.x, 1, s.y, NULL, &sum,
+                                            NULL, NULL),
+                     NWATTN_ERR_BAD_PARAMETER);
+    NT_ASSERT_STATUS(ctx, nwattn_nw_summary(ctx, &model, &h, 10, 1, s.x, 1, s.y, NULL, NULL, NULL,
+                                            NULL),
+                     NWATTN_ERR_NULL_POINTER);
+    for (size_t j = 0; j < 10; j++)
+        w[j] = 1.0f;
+    w[4] = -1.0f;
+    NT_ASSERT_STATUS(ctx, nwattn_nw_summary(ctx, &model, &h, 10, 1, s.x, 1, s.y, w, &sum, NULL,
+                                            NULL),
+                     NWATTN_ERR_BAD_PARAMETER);
+    w[4] = NAN;
+    NT_ASSERT_STATUS(ctx, nwattn_nw_summary(ctx, &model, &h, 10, 1, s.x, 1, s.y, w, &sum, NULL,
+                                            NULL),
+                     NWATTN_ERR_BAD_PARAMETER);
+    for (size_t j = 0; j < 10; j++)
+        w[j] = j < 2 ? 1.0f : 0.0f;
+    NT_ASSERT_STATUS(ctx, nwattn_nw_summary(ctx, &model, &h, 10, 1, s.x, 1, s.y, w, &sum, NULL,
+                                            NULL),
+                     NWATTN_ERR_DEGENERATE_DATA);
+    NT_ASSERT_STATUS(ctx, nwattn_nw_summary(ctx, &model, &h, 10, 1, s.x, 1, s.y, NULL,
+                                            (nwattn_fit_summary *)(void *)s.y, NULL, NULL),
+                     NWATTN_ERR_ALIASING);
+    assert_memory_equal(&sum, &before, sizeof sum);
+    NT_ASSERT_STATUS(ctx, nwattn_nw_inference(ctx, &model, &h, 10, 1, s.x, 1, s.y, NULL,
+                                              (nwattn_variance)5, 1, &q, 1, out, out + 1,
+                                              out + 2, 1, out + 3, 1, NULL),
+                     NWATTN_ERR_BAD_ENUM);
+    NT_ASSERT_STATUS(ctx, nwattn_nw_inference(ctx, &model, &h, 10, 1, s.x, 1, s.y, NULL,
+                                              NWATTN_VARIANCE_HOMOSCEDASTIC, 1, NULL, 1, out,
+                                              out + 1, out + 2, 1, out + 3, 1, NULL),
+                     NWATTN_ERR_NULL_POINTER);
+    NT_ASSERT_STATUS(ctx, nwattn_nw_inference(ctx, &model, &h, 10, 1, s.x, 1, s.y, NULL,
+                                              NWATTN_VARIANCE_HOMOSCEDASTIC, 2, &q, 1, out,
+                                              out + 1, out + 2, 0, out + 3, 0, NULL),
+                     NWATTN_ERR_BAD_LEADING_DIM);
+    NT_ASSERT_STATUS(ctx, nwattn_nw_inference(ctx, &model, &h, SIZE_MAX / 2, 1, s.x, 1, s.y, NULL,
+                                              NWATTN_VARIANCE_HOMOSCEDASTIC, 1, &q, 1, out,
+                                              out + 1, out + 2, 1, out + 3, 1, NULL),
+                     NWATTN_ERR_OVERFLOW);
+    NT_ASSERT_STATUS(ctx, nwattn_nw_bootstrap_bands(ctx, &model, &h, 10, 1, s.x, 1, s.y, NULL, 1,
+                                                    &q, 1, 1, 0, 0.95, out, out + 1, out + 2,
+                                                    out + 3),
+                     NWATTN_ERR_BAD_PARAMETER);
+    NT_ASSERT_STATUS(ctx, nwattn_nw_bootstrap_bands(ctx, &model, &h, 10, 1, s.x, 1, s.y, NULL, 1,
+                                                    &q, 1, 100, 0, 1.0, out, out + 1, out + 2,
+                                                    out + 3),
+                     NWATTN_ERR_BAD_PARAMETER);
+    NT_ASSERT_STATUS(ctx, nwattn_nw_bootstrap_bands(ctx, &model, &h, 10, 1, s.x, 1, s.y, NULL, 1,
+                                                    &q, 1, SIZE_MAX / 4, 0, 0.9, out, out + 1,
+                                                    out + 2, out + 3),
+                     NWATTN_ERR_OVERFLOW);
+    for (int o = 0; o < 4; o++)
+        assert_true(out[o] == 7.0);
+    NT_ASSERT_STATUS(ctx, nwattn_kde(ctx, &bad_h, 1, 10, 1, &q, 1, s.x, 1, NULL, &dens),
+                     NWATTN_ERR_BAD_PARAMETER);
+    NT_ASSERT_STATUS(ctx, nwattn_kde(ctx, &h, 1, 10, 0, &q, 1, s.x, 1, NULL, &dens),
+                     NWATTN_ERR_BAD_DIMENSION);
+    for (size_t j = 0; j < 10; j++)
+        w[j] = 0.0f;
+    NT_ASSERT_STATUS(ctx, nwattn_kde(ctx, &h, 1, 10, 1, &q, 1, s.x, 1, w, &dens),
+                     NWATTN_ERR_DEGENERATE_DATA);
+    NT_ASSERT_STATUS(ctx, nwattn_kde(ctx, &h, 1, 10, 1, &q, 1, s.x, 1, NULL, NULL),
+                     NWATTN_ERR_NULL_POINTER);
+    NT_ASSERT_STATUS(ctx, nwattn_kde_cv(ctx, 1, &h, 1, 1, 1, s.x, 1, NULL, &dens, NULL),
+                     NWATTN_ERR_DEGENERATE_DATA);
+    NT_ASSERT_STATUS(ctx, nwattn_kde_cv(ctx, 1, &bad_h, 1, 10, 1, s.x, 1, NULL, &dens, NULL),
+                     NWATTN_ERR_BAD_PARAMETER);
+    assert_true(dens == 7.0);
+    free_data(&s);
+    nwattn_context_destroy(ctx);
+}
+
+/* Mixed data: exact matching (lambda = 0) gives the category means; an irrelevant column
+ * (Aitchison-Aitken at (c-1)/c, Li-Racine at 1) leaves the continuous fit; integer weights
+ * are repeated rows; a categorical density sums to 1 over the categories; bad inputs. */
+static void test_mixed(void **state) {
+    (void)state;
+    nwattn_context *ctx = nt_context(NWATTN_BACKEND_AUTO);
+    enum { N = 24 };
+    float x[N * 3], y[N], w[N], xr[3 * 3 * N], yr[3 * N];
+    nwattn_rng rng;
+    nwattn_rng_seed(&rng, 31);
+    size_t total = 0;
+    for (size_t j = 0; j < N; j++) {
+        x[3 * j] = (float)nwattn_rng_uniform(&rng);
+        x[3 * j + 1] = (float)(j % 3);
+        x[3 * j + 2] = (float)(j % 4);
+        y[j] = (float)(x[3 * j] + (double)(j % 3) + 0.1 * nwattn_rng_normal(&rng));
+        w[j] = (float)(j < 3 ? 1 : j % 3);
+        for (size_t c = 0; c < (size_t)w[j]; c++, total++) {
+            memcpy(xr + 3 * total, x + 3 * j, 3 * sizeof(float));
+            yr[total] = y[j];
+        }
+    }
+    const nwattn_var_type cuo[3] = {NWATTN_VAR_CONTINUOUS, NWATTN_VAR_UNORDERED,
+                                    NWATTN_VAR_ORDERED};
+    const nwattn_var_type u[1] = {NWATTN_VAR_UNORDERED};
+    /* exact matching on the unordered column alone: the category means */
+    const float zero = 0.0f, q[3] = {0.0f, 1.0f, 2.0f};
+    double fit[3];
+    float xu[N];
+    for (size_t j = 0; j < N; j++)
+        xu[j] = x[3 * j + 1];
+    NT_ASSERT_OK(ctx, nwattn_mixed_predict(ctx, u, &zero, 3, N, 1, q, 1, xu, 1, y, NULL, fit));
+    for (size_t c = 0; c < 3; c++) {
+        double mean = 0.0;
+        for (size_t j = c; j < N; j += 3)
+            mean += y[j] / (N / 3.0);
+        nt_close("category mean", c, fit[c], mean, 1e-12, 1e-12);
+    }
+    /* irrelevant categorical columns */
+    const nwattn_var_type li[3] = {NWATTN_VAR_CONTINUOUS, NWATTN_VAR_UNORDERED_LI_RACINE,
+                                   NWATTN_VAR_ORDERED_LI_RACINE};
+    const float h_aa[3] = {0.2f, 2.0f / 3.0f, 0.0f}, h_li[3] = {0.2f, 1.0f, 1.0f};
+    double a[4], b[4], c4[4];
+    NT_ASSERT_OK(ctx, nwattn_mixed_predict(ctx, li, h_li, 4, N, 3, x, 3, x, 3, y, NULL, a));
+    NT_ASSERT_OK(ctx, nwattn_mixed_predict(ctx, cuo, h_li, 4, N, 1, x, 3, x, 3, y, NULL, b));
+    for (size_t i = 0; i < 4; i++)
+        nt_close("Li-Racine lambda 1: irrelevant", i, a[i], b[i], 1e-12, 1e-12);
+    const nwattn_var_type cu[2] = {NWATTN_VAR_CONTINUOUS, NWATTN_VAR_UNORDERED};
+    NT_ASSERT_OK(ctx, nwattn_mixed_predict(ctx, cu, h_aa, 4, N, 2, x, 3, x, 3, y, NULL, c4));
+    for (size_t i = 0; i < 4; i++)
+        nt_close("Aitchison-Aitken (c-1)/c: irrelevant", i, c4[i], b[i], 1e-6, 1e-6);
+    /* weights = repeated rows */
+    const float h[3] = {0.3f, 0.2f, 0.4f};
+    double cvw, cvr, llw, llr, dw[4], dr[4];
+    NT_ASSERT_OK(ctx, nwattn_mixed_predict(ctx, cuo, h, 4, N, 3, x, 3, x, 3, y, w, a));
+    NT_ASSERT_OK(ctx, nwattn_mixed_predict(ctx, cuo, h, 4, total, 3, x, 3, xr, 3, yr, NULL, b));
+    NT_ASSERT_OK(ctx, nwattn_mixed_cv(ctx, cuo, 1, h, 3, N, 3, x, 3, y, w, &cvw));
+    NT_ASSERT_OK(ctx, nwattn_mixed_cv(ctx, cuo, 1, h, 3, total, 3, xr, 3, yr, NULL, &cvr));
+    NT_ASSERT_OK(ctx, nwattn_mixed_kde(ctx, cuo, h, 4, N, 3, x, 3, x, 3, w, dw, &llw));
+    NT_ASSERT_OK(ctx, nwattn_mixed_kde(ctx, cuo, h, 4, total, 3, x, 3, xr, 3, NULL, dr, &llr));
+    for (size_t i = 0; i < 4; i++) {
+        nt_close("mixed weighted vs repeated fit", i, a[i], b[i], 1e-12, 1e-12);
+        nt_close("mixed weighted vs repeated density", i, dw[i], dr[i], 1e-12, 1e-12);
+    }
+    nt_close("mixed weighted vs repeated cv", 0, cvw, cvr, 1e-12, 1e-12);
+    nt_close("mixed weighted vs repeated loglik", 0, llw, llr, 1e-12, 1e-12);
+    /* an Aitchison-Aitken density sums to 1 over the categories */
+    double dens[3];
+    const float lam = 0.3f;
+    NT_ASSERT_OK(ctx, nwattn_mixed_kde(ctx, u, &lam, 3, N, 1, q, 1, xu, 1, NULL, dens, NULL));
+    nt_close("categorical density sums to 1", 0, dens[0] + dens[1] + dens[2], 1.0, 1e-12, 0);
+    /* bad inputs, outputs untouched */
+    double keep[4] = {7, 7, 7, 7};
+    const nwattn_var_type bad_type[3] = {NWATTN_VAR_CONTINUOUS, (nwattn_var_type)9,
+                                         NWATTN_VAR_ORDERED};
+    const float bad_lambda[3] = {0.3f, 1.5f, 0.4f}, bad_h[3] = {-0.3f, 0.5f, 0.4f};
+    NT_ASSERT_STATUS(ctx, nwattn_mixed_predict(ctx, bad_type, h, 4, N, 3, x, 3, x, 3, y, NULL,
+                                               keep),
+                     NWATTN_ERR_BAD_ENUM);
+    NT_ASSERT_STATUS(ctx, nwattn_mixed_predict(ctx, cuo, bad_lambda, 4, N, 3, x, 3, x, 3, y, NULL,
+                                               keep),
+                     NWATTN_ERR_BAD_PARAMETER);
+    NT_ASSERT_STATUS(ctx, nwattn_mixed_predict(ctx, cuo, bad_h, 4, N, 3, x, 3, x, 3, y, NULL,
+                                               keep),
+                     NWATTN_ERR_BAD_PARAMETER);
+    NT_ASSERT_STATUS(ctx, nwattn_mixed_predict(ctx, NULL, h, 4, N, 3, x, 3, x, 3, y, NULL, keep),
+                     NWATTN_ERR_NULL_POINTER);
+    NT_ASSERT_STATUS(ctx, nwattn_mixed_cv(ctx, cuo, 1, h, 3, 1, 3, x, 3, y, NULL, keep),
+                     NWATTN_ERR_DEGENERATE_DATA);
+    float half[3] = {x[0], 0.5f, x[2]};
+    NT_ASSERT_STATUS(ctx, nwattn_mixed_predict(ctx, cuo, h, 1, N, 3, half, 3, x, 3, y, NULL, keep),
+                     NWATTN_ERR_BAD_PARAMETER);
+    float one_level[N];
+    for (size_t j = 0; j < N; j++)
+        one_level[j] = 2.0f;
+    NT_ASSERT_STATUS(ctx, nwattn_mixed_kde(ctx, u, &lam, 3, N, 1, q, 1, one_level, 1, NULL, keep,
+                                           NULL),
+                     NWATTN_ERR_DEGENERATE_DATA);
+    NT_ASSERT_STATUS(ctx, nwattn_mixed_kde(ctx, cuo, h, SIZE_MAX / 4, N, 3, x, 3, x, 3, NULL,
+                                           keep, NULL),
+                     NWATTN_ERR_OVERFLOW);
+    for (size_t i = 0; i < 4; i++)
+        assert_true(keep[i] == 7.0);
+    nwattn_context_destroy(ctx);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_integer_weights_are_repeated_rows),
+        cmocka_unit_test(test_fit_matches_oracle),
+        cmocka_unit_test(test_infinite_bandwidth_closed_forms),
+        cmocka_unit_test(test_derivatives),
+        cmocka_unit_test(test_bootstrap),
+        cmocka_unit_test(test_kde),
+        cmocka_unit_test(test_bad_inputs),
+        cmocka_unit_test(test_mixed),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
