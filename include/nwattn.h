@@ -541,14 +541,20 @@ NWATTN_API nwattn_status nwattn_attention_backward(nwattn_context *ctx,
  *   NWATTN_KERNEL_EPANECHNIKOV  1 - t                 if t < 1, else 0
  *   NWATTN_KERNEL_TRICUBE       (1 - t^(3/2))^3       if t < 1, else 0
  *   NWATTN_KERNEL_UNIFORM       1                     if t <= 1, else 0   (boxcar: edge included)
+ *   NWATTN_KERNEL_MATERN32      (1 + r) e^-r,          r = sqrt(t)         (C^1 at 0)
+ *   NWATTN_KERNEL_MATERN52      (1 + r + r^2/3) e^-r                       (C^2 at 0)
  * Normalising constants are left out (they cancel). With d > 1 every kernel is radial in the
  * rescaled coordinates, as NWATTN_SCORE_GAUSSIAN and _LAPLACE. Epanechnikov, tricube and
- * uniform are compact (K = 0 beyond t = 1); Gaussian and Laplace are positive everywhere.
+ * uniform are compact (K = 0 beyond t = 1); the others are positive everywhere. LAPLACE,
+ * MATERN32 and MATERN52 are the Laplace family poly(r) e^-r of Hofmeyr's FKSUM (its beta
+ * coefficients (1), (1, 1) and (1, 1, 1/3)): with d == 1 their sums are exact in O(n log n)
+ * (NWATTN_NW_METHOD_FASTSUM below).
  *
  * Estimators.
  *   Local constant (Nadaraya-Watson):  yhat(q) = sum_j K_j y_j / sum_j K_j. Gaussian and
  *     Laplace run through nwattn_pool (max-shifted: a query far from every training point gets
- *     the weights of its nearest points, never 0/0); the compact kernels normalise directly.
+ *     the weights of its nearest points, never 0/0) unless the fast sums are chosen (which
+ *     shift by the nearest point alike); the others normalise directly.
  *   Local linear:  yhat(q) = a, where (a, b) minimise sum_j K_j |y_j - a - b·(x_j - q)|^2
  *     (b is d×dv): no boundary bias, affine functions reproduced exactly. Each query's
  *     (d+1)×(d+1) system is solved by Cholesky (LAPACKE; closed form for d == 1 on the fast path).
@@ -557,7 +563,7 @@ NWATTN_API nwattn_status nwattn_attention_backward(nwattn_context *ctx,
  * query: 0, or an OR of NWATTN_ROW_* bits) and n_flagged (how many rows have a flag). Nothing
  * is ever silently 0 or accidentally NaN:
  * - NWATTN_ROW_EMPTY: a compact kernel and no training point with K > 0. The row gets what the
- *   model's `empty` field says (nwattn_empty). Gaussian and Laplace rows are never empty.
+ *   model's `empty` field says (nwattn_empty). Rows of the non-compact kernels are never empty.
  * - NWATTN_ROW_SINGULAR: local linear only. The weighted moment matrix M, equilibrated to
  *   D M D with D = diag(M)^(-1/2) (so that the test does not depend on h or on the units of x),
  *   has a reciprocal condition number (LAPACK dpocon, 1-norm) below 1e-7: the row falls back to
@@ -565,6 +571,9 @@ NWATTN_API nwattn_status nwattn_attention_backward(nwattn_context *ctx,
  *   (weighted) least-squares plane, which is never flagged unless the x themselves are
  *   collinear. An empty row is flagged EMPTY only.
  *
+ * Methods (nwattn_nw_method, from the context): with d == 1 the rows of the non-compact
+ * kernels can come from fast 1-D kernel sums instead (FASTSUM, chosen by AUTO by predicted
+ * cost; see nwattn_context_set_nw_method below for their cost and accuracy).
  * Backends (from the context). REFERENCE: every weight in double with the C library's exp,
  * over all n points; local linear systems through LAPACKE for every d: the oracle. AUTO, BLAS,
  * FUSED (the fast path): local constant Gaussian and Laplace fits through nwattn_pool; all else
@@ -584,8 +593,55 @@ typedef enum nwattn_kernel {
     NWATTN_KERNEL_LAPLACE = 1,
     NWATTN_KERNEL_EPANECHNIKOV = 2,
     NWATTN_KERNEL_TRICUBE = 3,
-    NWATTN_KERNEL_UNIFORM = 4
+    NWATTN_KERNEL_UNIFORM = 4,
+    NWATTN_KERNEL_MATERN32 = 5, /* (1 + r) e^-r,  r = sqrt(t): FKSUM's beta = (1, 1) */
+    NWATTN_KERNEL_MATERN52 = 6  /* (1 + r + r^2/3) e^-r:       FKSUM's beta = (1, 1, 1/3) */
 } nwattn_kernel;
+
+/* How the regression functions compute their rows (per context, nwattn_context_set_nw_method);
+ * the backend REFERENCE overrides it (every row over all n points in double: the oracle).
+ * - DIRECT: each row visits its points (with d == 1 only its window, see above): O(m · window).
+ * - FASTSUM: fast 1-D kernel sums, O(n log n + m log n) for every bandwidth, the local linear
+ *   moments and the CV derivative in the same pass. Needs d == 1, a kernel below and no
+ *   weights matrix; otherwise NWATTN_ERR_BAD_PARAMETER.
+ *   Laplace family (LAPLACE, MATERN32, MATERN52): exact, by recursion over the sorted points
+ *   (Hofmeyr's FKSUM, in a translated form that never expands around an absolute origin): up
+ *   to double rounding, a relative error of a few n·2^-53 of the sum of |terms|.
+ *   GAUSSIAN: a 1-D fast Gauss transform (Taylor expansions about centres of clusters of
+ *   width <= h/2, source and, for the CV rows of dense clusters, target expansions; direct
+ *   sums where they do not pay), within the bound eps of nwattn_context_set_nw_tolerance.
+ *   Working memory O(n): about (24 + 8 dv) bytes per training point beyond the sorted copy
+ *   (the Gaussian about three times that).
+ *   The rows are spread over the context's threads in fixed blocks: the same bits for any
+ *   thread count. docs/regression.md has the methods and measurements.
+ * - AUTO: FASTSUM where it can run and its predicted cost is below the direct path's
+ *   m · window points (window from the data's range, the bandwidth and e^-(17 + ln n)); else
+ *   DIRECT. Predicted fast-sum cost: Laplace family 3 n + m recursion steps of (1 + dv)·k^2
+ *   flops (k = 2 .. 7 moments); Gaussian 29 n moment terms plus about 16 clusters of 24 terms
+ *   and 3 sums per row, times 1 + dv. */
+typedef enum nwattn_nw_method {
+    NWATTN_NW_METHOD_AUTO = 0,
+    NWATTN_NW_METHOD_DIRECT = 1,
+    NWATTN_NW_METHOD_FASTSUM = 2
+} nwattn_nw_method;
+
+/* The context's regression method (default AUTO); an unknown value is NWATTN_ERR_BAD_ENUM. */
+NWATTN_API nwattn_status nwattn_context_set_nw_method(nwattn_context *ctx,
+                                                      nwattn_nw_method method);
+/* The method set (AUTO for ctx == NULL). */
+NWATTN_API nwattn_nw_method nwattn_context_get_nw_method(const nwattn_context *ctx);
+
+/* The Gaussian fast sums' error bound eps (default NWATTN_NW_TOLERANCE_DEFAULT, allowed
+ * [1e-15, 1e-2], else NWATTN_ERR_BAD_PARAMETER). Every moment sum of a row,
+ * S_a = sum_i c_i u_i^a K_i (c = 1 or a y column, u = (x_i - q) / h, a <= 4), is within
+ *   eps · max_i |c_i| · sum_i (1 + |u_i|)^a K_i
+ * of its exact value: for the weight sum (a = 0, c = 1) eps relative (leave-one-out rows of
+ * nwattn_nw_cv: 3 eps, the left-out point being subtracted from an expansion); hence a local
+ * constant prediction within 2 eps max|y|. The getter returns the bound in use (the default
+ * for ctx == NULL). */
+#define NWATTN_NW_TOLERANCE_DEFAULT 1e-7
+NWATTN_API nwattn_status nwattn_context_set_nw_tolerance(nwattn_context *ctx, double tolerance);
+NWATTN_API double nwattn_context_get_nw_tolerance(const nwattn_context *ctx);
 
 typedef enum nwattn_degree {
     NWATTN_LOCAL_CONSTANT = 0, /* Nadaraya-Watson */

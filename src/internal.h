@@ -14,6 +14,8 @@
 struct nwattn_context {
     nwattn_allocator allocator;
     nwattn_backend backend;
+    nwattn_nw_method nw_method; /* regression rows: AUTO (0), DIRECT or FASTSUM */
+    double nw_tolerance;        /* the Gaussian fast sums' bound; 0: the default */
     nw_workers workers; /* thread count and the team kept between calls */
     const nw_simd *simd; /* vector kernels for this CPU, chosen at creation */
     void *workspace; /* grown on demand, kept across calls */

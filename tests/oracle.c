@@ -204,6 +204,10 @@ long double or_kernel(nwattn_kernel kernel, long double t) {
         return t < 1.0L ? powl(1.0L - powl(t, 1.5L), 3.0L) : 0.0L;
     case NWATTN_KERNEL_UNIFORM:
         return t <= 1.0L ? 1.0L : 0.0L;
+    case NWATTN_KERNEL_MATERN32:
+        return (1.0L + sqrtl(t)) * expl(-sqrtl(t));
+    case NWATTN_KERNEL_MATERN52:
+        return (1.0L + sqrtl(t) + t / 3.0L) * expl(-sqrtl(t));
     }
     return NAN;
 }
@@ -256,7 +260,8 @@ int or_nw_direct(nwattn_kernel kernel, nwattn_degree degree, size_t n, size_t d,
     long double *z = or_alloc(p, sizeof *z), *a = or_alloc(p * p, sizeof *a);
     long double *rhs = or_alloc(p, sizeof *rhs);
     /* Gaussian and Laplace weights relative to the nearest point's: log K(t) - log K(t_near). */
-    const int shifted = kernel == NWATTN_KERNEL_GAUSSIAN || kernel == NWATTN_KERNEL_LAPLACE;
+    const int shifted = kernel == NWATTN_KERNEL_GAUSSIAN || kernel == NWATTN_KERNEL_LAPLACE ||
+                        kernel == NWATTN_KERNEL_MATERN32 || kernel == NWATTN_KERNEL_MATERN52;
     long double t_near = INFINITY;
     for (size_t j = 0; shifted && j < n; j++)
         if (j != skip)
@@ -269,6 +274,10 @@ int or_nw_direct(nwattn_kernel kernel, nwattn_degree degree, size_t n, size_t d,
         long double kw = !shifted                           ? or_kernel(kernel, t)
                          : kernel == NWATTN_KERNEL_GAUSSIAN ? expl((t_near - t) / 2.0L)
                                                             : expl(sqrtl(t_near) - sqrtl(t));
+        if (kernel == NWATTN_KERNEL_MATERN32) /* the polynomial factor of the Laplace family */
+            kw *= 1.0L + sqrtl(t);
+        else if (kernel == NWATTN_KERNEL_MATERN52)
+            kw *= 1.0L + sqrtl(t) + t / 3.0L;
         total += kw;
         z[0] = 1.0L;
         for (size_t e = 1; e < p; e++)

@@ -91,7 +91,7 @@ static void test_predict_errors(void **state) {
                PREDICT(ctx, NULL, b.h, 5, 20, 1, 1, b.xq, 1, b.x, 1, b.y, 1, b.yq, 1, b.w, 20),
                NWATTN_ERR_NULL_POINTER);
         nwattn_regression bad = *model;
-        bad.kernel = (nwattn_kernel)5;
+        bad.kernel = (nwattn_kernel)99;
         EXPECT(ctx, b,
                PREDICT(ctx, &bad, b.h, 5, 20, 1, 1, b.xq, 1, b.x, 1, b.y, 1, b.yq, 1, b.w, 20),
                NWATTN_ERR_BAD_ENUM);

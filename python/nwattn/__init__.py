@@ -9,7 +9,7 @@ from ._loader import ENV_VAR, LibraryNotFoundError
 from ._capi import library_path
 from ._capi import C as _C
 from ._errors import NWAttnError, Status, status_describe, status_name
-from ._context import Backend, Context, default_context
+from ._context import Backend, Context, NwMethod, default_context
 from ._core import MaskFlag, ScoreKind, average_pool, bmm, pool, scores, softmax
 from ._transformer import (PoolState, attention, finish_state, merge_states, pool_partial,
                            positional_encoding)
@@ -55,7 +55,7 @@ if version_number() // 10000 != int(__version__.split(".")[0]):
     )
 
 __all__ = [
-    "Backend", "Context", "LibraryNotFoundError", "MaskFlag", "MAX_THREADS", "NWAttnError",
+    "Backend", "Context", "NwMethod", "LibraryNotFoundError", "MaskFlag", "MAX_THREADS", "NWAttnError",
     "PoolState", "ScoreKind", "Status", "ENV_VAR", "attention", "average_pool", "bmm",
     "default_context", "finish_state", "library_path", "merge_states", "pool", "pool_partial",
     "positional_encoding", "scores", "softmax", "status_describe", "status_name", "version",

@@ -259,6 +259,10 @@ declare({
     "nwattn_average_pool": (status_t, (ctx_p, mask_p, S, S, S, S, *M, *M)),
     "nwattn_context_set_threads": (status_t, (ctx_p, S)),
     "nwattn_context_get_threads": (S, (ctx_p,)),
+    "nwattn_context_set_nw_method": (status_t, (ctx_p, c_int)),
+    "nwattn_context_get_nw_method": (c_int, (ctx_p,)),
+    "nwattn_context_set_nw_tolerance": (status_t, (ctx_p, ctypes.c_double)),
+    "nwattn_context_get_nw_tolerance": (ctypes.c_double, (ctx_p,)),
     "nwattn_pool_partial": (
         status_t, (ctx_p, score_p, mask_p, S, S, S, S, S, S, *M, *M, *M, state_p)),
     "nwattn_pool_state_merge": (status_t, (ctx_p, S, S, S, state_p, state_p)),

@@ -18,6 +18,14 @@ class Backend(enum.IntEnum):
     FUSED = 3  # tiled online softmax on cblas_sgemm tiles
 
 
+class NwMethod(enum.IntEnum):
+    """nwattn_nw_method: how the regression functions compute their rows"""
+
+    AUTO = 0  # fast sums where they can run and are predicted cheaper, else direct
+    DIRECT = 1  # each row visits its points (its window with d = 1)
+    FASTSUM = 2  # 1-D fast kernel sums (Laplace family exact, Gaussian within nw_tolerance)
+
+
 def _backend_value(backend):
     # an unknown number in int range is the C library's to refuse (NWATTN_ERR_BAD_ENUM)
     return _capi.enum_value(Backend, backend, "backend")
@@ -91,6 +99,36 @@ class Context:
         handle = self.handle
         check(C.nwattn_context_set_backend(handle, _backend_value(value)), handle,
               "nwattn_context_set_backend")
+
+    @property
+    def nw_method(self):
+        """How the regression rows are computed (``nwattn_context_get_nw_method`` /
+        ``_set_nw_method``): a :class:`NwMethod`; assign one, its name or its number."""
+        return NwMethod(C.nwattn_context_get_nw_method(self.handle))
+
+    @nw_method.setter
+    def nw_method(self, value):
+        if isinstance(value, str):
+            try:
+                value = NwMethod[value.upper()]
+            except KeyError:
+                raise ValueError(f"unknown regression method {value!r}; expected one of "
+                                 f"{', '.join(m.name.lower() for m in NwMethod)}") from None
+        handle = self.handle
+        check(C.nwattn_context_set_nw_method(handle, int(value)), handle,
+              "nwattn_context_set_nw_method")
+
+    @property
+    def nw_tolerance(self):
+        """The Gaussian fast sums' error bound (``nwattn_context_get_nw_tolerance`` /
+        ``_set_nw_tolerance``; 1e-15 to 1e-2, default 1e-7)."""
+        return C.nwattn_context_get_nw_tolerance(self.handle)
+
+    @nw_tolerance.setter
+    def nw_tolerance(self, value):
+        handle = self.handle
+        check(C.nwattn_context_set_nw_tolerance(handle, float(value)), handle,
+              "nwattn_context_set_nw_tolerance")
 
     @property
     def threads(self):

@@ -1,4 +1,4 @@
-"""Nadaraya-Watson regression: predictions with five kernels (local constant or linear),
+"""Nadaraya-Watson regression: predictions with seven kernels (local constant or linear),
 exact leave-one-out cross-validation, bandwidth rules and selection, d2l's learnable-w model
 with SGD training, weight diagnostics, and the library's deterministic RNG and data sets.
 
@@ -26,6 +26,8 @@ class Kernel(enum.IntEnum):
     EPANECHNIKOV = 2
     TRICUBE = 3
     UNIFORM = 4
+    MATERN32 = 5  # (1 + r) e^-r, r = sqrt(t)
+    MATERN52 = 6  # (1 + r + r^2/3) e^-r
 
 
 class Degree(enum.IntEnum):

@@ -14,6 +14,8 @@ KERNELS = {
     "epanechnikov": lambda t: np.where(t < 1, 1 - t, 0.0),
     "tricube": lambda t: np.where(t < 1, (1 - np.minimum(t, 1) ** 1.5) ** 3, 0.0),
     "uniform": lambda t: np.where(t <= 1, 1.0, 0.0),
+    "matern32": lambda t: (1 + np.sqrt(t)) * np.exp(-np.sqrt(t)),
+    "matern52": lambda t: (1 + np.sqrt(t) + t / 3) * np.exp(-np.sqrt(t)),
 }
 
 
@@ -56,6 +58,29 @@ def test_predict_d1(ctx, rng, kernel, degree):
     np.testing.assert_allclose(w @ y.astype(np.float64), got, rtol=1e-4, atol=1e-4)
     if want_w is not None:
         np.testing.assert_allclose(w, want_w, rtol=1e-4, atol=1e-6)
+
+
+@pytest.mark.parametrize("kernel", ["gaussian", "laplace", "matern32", "matern52"])
+@pytest.mark.parametrize("degree", ["constant", "linear"])
+def test_fastsum_method(rng, kernel, degree):
+    """The fast sums (Context.nw_method) against numpy and against the direct rows."""
+    x, y = data1(rng, 300)
+    xq = np.concatenate([rng.uniform(-1, 6, 20), x[:5]]).astype(np.float32)  # outside too
+    fast, direct = nwattn.Context(), nwattn.Context()
+    fast.nw_method, direct.nw_method = "fastsum", nwattn.NwMethod.DIRECT
+    assert fast.nw_method == nwattn.NwMethod.FASTSUM and fast.nw_tolerance == 1e-7
+    fast.nw_tolerance = 1e-10
+    got = nwattn.nw_predict(xq, x, y, 0.3, kernel=kernel, degree=degree, ctx=fast)
+    want, _ = oracle_predict(xq, x, y, 0.3, kernel, degree)
+    np.testing.assert_allclose(got, want[:, 0], rtol=1e-5, atol=1e-5)
+    h = np.array([0.1, 0.4], np.float32)
+    cv_f = nwattn.nw_cv(x, y, h, kernel=kernel, degree=degree, ctx=fast)
+    cv_d = nwattn.nw_cv(x, y, h, kernel=kernel, degree=degree, ctx=direct)
+    np.testing.assert_allclose(cv_f, cv_d, rtol=1e-5)
+    with pytest.raises(nwattn.NWAttnError):
+        fast.nw_tolerance = 0.5
+    with pytest.raises(ValueError):
+        fast.nw_method = "quick"
 
 
 @pytest.mark.parametrize("kernel", ["gaussian", "epanechnikov"])

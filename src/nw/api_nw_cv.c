@@ -1,4 +1,6 @@
 /* nwattn_nw_cv: the leave-one-out CV score (and gradient) on a grid of bandwidth vectors. */
+#include <math.h>
+
 #include "nw.h"
 
 nwattn_status nwattn_nw_cv(nwattn_context *ctx, const nwattn_regression *model, size_t n, size_t d,
@@ -26,8 +28,11 @@ nwattn_status nwattn_nw_cv(nwattn_context *ctx, const nwattn_regression *model, 
     NW_TRY(nw_check_spread(ctx, n, d, x, ldx, 3));
     if (n_bw == 0)
         return NWATTN_OK;
+    double widest = 0.0; /* the direct rows cost most there */
+    for (size_t g = 0; g < n_bw; g++)
+        widest = fmax(widest, (double)bandwidths[g * ldb]);
     int fast;
-    NW_TRY(nw_select_fast(ctx, &fast));
+    NW_TRY(nw_select_path(ctx, &mod, n, n, x, ldx, widest, 0, &fast));
 
     const size_t threads = fast ? ctx->workers.threads : 1;
     size_t plan_bytes = nw_plan_bytes(&mod, fast, n, threads, nw_units(n)), bytes;

@@ -1,8 +1,10 @@
 /* nwattn_nw_predict: local constant Gaussian and Laplace fits through the pooling driver (their
- * weights are a softmax); compact kernels and local linear fits through the row engines. */
+ * weights are a softmax) unless the fast sums are chosen; other fits through the row engines
+ * (reference, direct or fast sums: nw_select_path). */
 #include <math.h>
 #include <string.h>
 
+#include "fastsum.h"
 #include "nw.h"
 #include "score/score.h"
 #include "pool.h"
@@ -119,6 +121,29 @@ nwattn_status nw_query_plan(nwattn_context *ctx, const nw_model *mod, size_t m, 
     return NWATTN_OK;
 }
 
+/* nw_query_plan for the fast sums: the plan with its fast-sum part, then the queries' order
+ * (m + 3 (blocks + 1) size_t) in *scratch. */
+static nwattn_status fastsum_plan(nwattn_context *ctx, const nw_model *mod, size_t m, size_t n,
+                                  const float *x, size_t ldx, const float *y, size_t ldy,
+                                  const float *bandwidths, nw_plan *plan, size_t **scratch) {
+    const size_t threads = ctx->workers.threads, units = nw_units(m);
+    size_t bytes = nw_plan_bytes(mod, NW_PATH_FASTSUM, n, threads, units), order = 0;
+    if (bytes == SIZE_MAX || !nw_add(bytes, sizeof(size_t) - 1, &bytes) ||
+        !nw_add(m, 3 * (n / NW_FS_BLOCK + 2), &order) || !nw_mul(order, sizeof(size_t), &order) ||
+        !nw_add(bytes / sizeof(size_t) * sizeof(size_t), order, &bytes))
+        return nw_fail(ctx, NWATTN_ERR_OVERFLOW, "working memory for n = %zu overflows", n);
+    void *mem;
+    NW_TRY(nw_workspace(ctx, bytes, &mem));
+    nw_plan_init(plan, mod, NW_PATH_FASTSUM, n, x, ldx, y, ldy, threads, units, mem);
+    plan->team = &ctx->workers;
+    for (size_t k = 0; k < mod->d; k++) {
+        plan->inv_h[k] = 1.0 / (double)bandwidths[k];
+        plan->inv_hf[k] = (float)plan->inv_h[k];
+    }
+    *scratch = (size_t *)(void *)((char *)mem + (bytes - order));
+    return NWATTN_OK;
+}
+
 nwattn_status nwattn_nw_predict(nwattn_context *ctx, const nwattn_regression *model,
                                 const float *bandwidths, size_t m, size_t n, size_t d, size_t dv,
                                 const float *xq, size_t ldq, const float *x, size_t ldx,
@@ -153,7 +178,10 @@ nwattn_status nwattn_nw_predict(nwattn_context *ctx, const nwattn_regression *mo
         return NWATTN_OK;
     }
 
-    if (mod.degree == NWATTN_LOCAL_CONSTANT && !nw_kernel_compact(mod.kernel)) {
+    int fast;
+    NW_TRY(nw_select_path(ctx, &mod, n, m, x, ldx, (double)bandwidths[0], weights != NULL, &fast));
+    if (fast != NW_PATH_FASTSUM && mod.degree == NWATTN_LOCAL_CONSTANT &&
+        (mod.kernel == NWATTN_KERNEL_GAUSSIAN || mod.kernel == NWATTN_KERNEL_LAPLACE)) {
         NW_TRY(predict_pooled(ctx, &call, &mod, bandwidths, m, n, xq, ldq, x, ldx, y, ldy, yq, ldyq,
                               weights, ldw));
         if (row_flags != NULL)
@@ -164,13 +192,18 @@ nwattn_status nwattn_nw_predict(nwattn_context *ctx, const nwattn_regression *mo
     }
 
     nw_plan plan;
-    NW_TRY(nw_query_plan(ctx, &mod, m, n, x, ldx, y, ldy, bandwidths, &plan));
-    const size_t threads = plan.threads, units = plan.units;
-    predict_job job = {&plan, m, xq, ldq, yq, ldyq, weights, ldw, row_flags};
-    nw_parallel_for(&ctx->workers, threads, units, predict_unit, &job);
     size_t flagged = 0;
-    for (size_t u = 0; u < units; u++)
-        flagged += (size_t)plan.partial[u * (3 + d)];
+    if (fast == NW_PATH_FASTSUM) {
+        size_t *scratch = NULL;
+        NW_TRY(fastsum_plan(ctx, &mod, m, n, x, ldx, y, ldy, bandwidths, &plan, &scratch));
+        flagged = nw_fs_predict(&plan, m, xq, ldq, yq, ldyq, row_flags, scratch);
+    } else {
+        NW_TRY(nw_query_plan(ctx, &mod, m, n, x, ldx, y, ldy, bandwidths, &plan));
+        predict_job job = {&plan, m, xq, ldq, yq, ldyq, weights, ldw, row_flags};
+        nw_parallel_for(&ctx->workers, plan.threads, plan.units, predict_unit, &job);
+        for (size_t u = 0; u < plan.units; u++)
+            flagged += (size_t)plan.partial[u * (3 + d)];
+    }
     if (n_flagged != NULL)
         *n_flagged = flagged;
     return NWATTN_OK;

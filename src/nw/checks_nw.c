@@ -13,6 +13,8 @@ nwattn_status nw_check_model(nwattn_context *ctx, const nwattn_regression *model
     case NWATTN_KERNEL_EPANECHNIKOV:
     case NWATTN_KERNEL_TRICUBE:
     case NWATTN_KERNEL_UNIFORM:
+    case NWATTN_KERNEL_MATERN32:
+    case NWATTN_KERNEL_MATERN52:
         break;
     default:
         return nw_fail(ctx, NWATTN_ERR_BAD_ENUM, "unknown kernel %d", (int)model->kernel);
@@ -32,6 +34,7 @@ nwattn_status nw_check_model(nwattn_context *ctx, const nwattn_regression *model
     out->d = d;
     out->dv = dv;
     out->p = model->degree == NWATTN_LOCAL_LINEAR ? d + 1 : 1;
+    out->tolerance = ctx->nw_tolerance > 0.0 ? ctx->nw_tolerance : NWATTN_NW_TOLERANCE_DEFAULT;
     /* The per-row sums hold (1 + d)·(p·p + p·dv) doubles: keep that far from overflow. */
     size_t p2, pdv, one, all, bytes;
     if (!nw_mul(out->p, out->p, &p2) || !nw_mul(out->p, dv, &pdv) || !nw_add(p2, pdv, &one) ||

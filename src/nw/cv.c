@@ -3,6 +3,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "fastsum.h"
 #include "nw.h"
 #include "threads.h"
 
@@ -32,6 +33,9 @@ size_t nw_plan_bytes(const nw_model *model, int fast, size_t n, size_t threads, 
         if (total == SIZE_MAX)
             return SIZE_MAX;
     }
+    if (fast == NW_PATH_FASTSUM &&
+        ((part = nw_fs_plan_bytes(model, n, threads)) == SIZE_MAX || !nw_add(total, part, &total)))
+        return SIZE_MAX;
     if (!nw_mul(per_worker, threads, &part) || !nw_add(total, part, &total) ||
         !nw_add(total, 2 * model->d * sizeof(double), &total) ||
         !nw_mul(units, (3 + model->d) * sizeof(double), &part) || !nw_add(total, part, &total))
@@ -77,6 +81,8 @@ void nw_plan_init(nw_plan *plan, const nw_model *model, int fast, size_t n, cons
     plan->inv_h = (double *)(void *)p;
     plan->inv_hf = (float *)(void *)(plan->inv_h + d);
     plan->partial = plan->inv_h + 2 * d;
+    if (fast == NW_PATH_FASTSUM)
+        nw_fs_plan_init(plan, plan->partial + units * (3 + d), model->tolerance);
 }
 
 void nw_plan_bandwidths(nw_plan *plan, const double *h) {
@@ -98,7 +104,7 @@ static void cv_unit(void *arg, size_t unit, size_t worker) {
     nw_plan *plan = job->plan;
     const nw_model *model = &plan->model;
     nw_worker *wk = &plan->workers[worker];
-    const size_t n = plan->n, d = model->d, dv = model->dv;
+    const size_t n = plan->n, d = model->d;
     double *out = plan->partial + unit * (3 + d);
     memset(out, 0, (3 + d) * sizeof(double));
     const size_t end = (unit + 1) * NW_UNIT_ROWS < n ? (unit + 1) * NW_UNIT_ROWS : n;
@@ -121,19 +127,26 @@ static void cv_unit(void *arg, size_t unit, size_t worker) {
         }
         unsigned flags = nw_finish_row(model, &s, plan->fast, wk->work, wk->yhat,
                                        job->want_grad ? wk->dyhat : NULL, NULL);
-        if (flags != 0)
-            out[1] += 1.0;
-        if (flags & NWATTN_ROW_EMPTY) {
-            out[2] += 1.0;
-            continue;
-        }
-        for (size_t c = 0; c < dv; c++) {
-            const double r = wk->yhat[c] - (double)target[c * target_stride];
-            out[0] += r * r;
-            if (job->want_grad)
-                for (size_t k = 0; k < d; k++)
-                    out[3 + k] += 2.0 * r * wk->dyhat[k * dv + c];
-        }
+        nw_cv_add_row(model, flags, wk->yhat, wk->dyhat, target, target_stride, job->want_grad,
+                      out);
+    }
+}
+
+void nw_cv_add_row(const nw_model *model, unsigned flags, const double *yhat, const double *dyhat,
+                   const float *target, size_t stride, int want_grad, double *out) {
+    const size_t d = model->d, dv = model->dv;
+    if (flags != 0)
+        out[1] += 1.0;
+    if (flags & NWATTN_ROW_EMPTY) {
+        out[2] += 1.0;
+        return;
+    }
+    for (size_t c = 0; c < dv; c++) {
+        const double r = yhat[c] - (double)target[c * stride];
+        out[0] += r * r;
+        if (want_grad)
+            for (size_t k = 0; k < d; k++)
+                out[3 + k] += 2.0 * r * dyhat[k * dv + c];
     }
 }
 
@@ -142,7 +155,10 @@ size_t nw_cv_evaluate(nw_plan *plan, const double *h, double *cv, double *grad) 
     const size_t n = plan->n, d = model->d;
     cv_job job = {plan, grad != NULL && model->kernel != NWATTN_KERNEL_UNIFORM};
     nw_plan_bandwidths(plan, h);
-    nw_parallel_for(plan->team, plan->threads, nw_units(n), cv_unit, &job);
+    if (plan->fastsum != NULL)
+        nw_fs_cv_units(plan, job.want_grad);
+    else
+        nw_parallel_for(plan->team, plan->threads, nw_units(n), cv_unit, &job);
     double total = 0.0, flagged = 0.0, empty = 0.0;
     if (grad != NULL)
         for (size_t k = 0; k < d; k++)

@@ -4,7 +4,8 @@
  * loops the compiler vectorises; moment sums in float lanes flushed to double every chunk
  * (local linear: double). With d == 1 the training set is sorted (nw_train) and a query visits
  * only its window: the support of a compact kernel, or the points within t - t_near < 2T
- * (Gaussian) or sqrt(t) - sqrt(t_near) < T (Laplace) of its nearest point. */
+ * (Gaussian) or sqrt(t) - sqrt(t_near) < T (Laplace; T + 8 for the Matérn kernels) of its
+ * nearest point. */
 #ifndef NW_FAST_ISA
 #error "define NW_FAST_ISA before including fast_rows_impl.h"
 #endif
@@ -197,6 +198,22 @@ NW_INLINE void kernel_chunk(nwattn_kernel kernel, size_t len, const float *restr
                 g[j] = k[j] / (s + FLT_MIN);
         }
         break;
+    case NWATTN_KERNEL_MATERN32:
+        for (size_t j = 0; j < len; j++) {
+            float s = sqrtf(t[j]), e = nw_expf_neg(shift - s);
+            k[j] = (1.0f + s) * e;
+            if (g != NULL)
+                g[j] = e;
+        }
+        break;
+    case NWATTN_KERNEL_MATERN52:
+        for (size_t j = 0; j < len; j++) {
+            float s = sqrtf(t[j]), e = nw_expf_neg(shift - s);
+            k[j] = (1.0f + s + t[j] * (1.0f / 3.0f)) * e;
+            if (g != NULL)
+                g[j] = (1.0f + s) * e * (1.0f / 3.0f);
+        }
+        break;
     case NWATTN_KERNEL_EPANECHNIKOV:
         for (size_t j = 0; j < len; j++)
             k[j] = 1.0f - nw_min_nonneg(t[j], 1.0f);
@@ -277,8 +294,8 @@ NW_INLINE void window_1d(const nw_fast *f, float q, float inv_h, size_t skip, si
         if (kernel == NWATTN_KERNEL_GAUSSIAN) {
             radius = sqrt(r_near * r_near + 2.0 * tail * h * h);
             *shift = t_near;
-        } else {
-            radius = r_near + tail * h;
+        } else { /* the Laplace family; the Matérn polynomials (below e^8 there) widen it */
+            radius = r_near + (tail + (kernel == NWATTN_KERNEL_LAPLACE ? 0.0 : 8.0)) * h;
             *shift = sqrtf(t_near);
         }
     }

@@ -24,6 +24,7 @@ typedef struct nw_model {
     nwattn_empty empty;
     size_t d, dv;
     size_t p; /* unknowns per output column: 1 (local constant) or d + 1 (local linear) */
+    double tolerance; /* the Gaussian fast sums' relative error bound (the context's) */
 } nw_model;
 
 /* Whether the kernel is zero beyond t = 1. */
@@ -156,11 +157,15 @@ typedef struct nw_worker {
     float *q; /* a query's coordinates (d floats) */
 } nw_worker;
 
+/* Which engine a plan's rows use (nw_select_path; `fast` of the plan functions). The direct
+ * and fast-sum paths share the sorted training copy. */
+enum { NW_PATH_REFERENCE = 0, NW_PATH_DIRECT = 1, NW_PATH_FASTSUM = 2 };
+
 /* Everything the rows of one data set need, prepared once (the fast path's sorted copy) for
  * many queries or bandwidths. */
 typedef struct nw_plan {
     nw_model model;
-    int fast;
+    int fast; /* NW_PATH_* */
     size_t n, threads, units;
     /* caller's layout (reference path, nearest points) */
     const float *x, *y;
@@ -171,6 +176,7 @@ typedef struct nw_plan {
     double *inv_h;      /* d: the current bandwidths' inverses */
     float *inv_hf;      /* the same in float */
     double *partial;    /* units × (3 + d): per-unit results */
+    struct nw_fs_plan *fastsum; /* NW_PATH_FASTSUM: the fast-sum engine (fastsum.h) */
 } nw_plan;
 
 /* Working memory of a plan with `threads` workers and `units` units of rows (SIZE_MAX on
@@ -193,6 +199,11 @@ nwattn_status nw_query_plan(nwattn_context *ctx, const nw_model *mod, size_t m, 
  * Returns the number of flagged leave-one-out rows; *cv is +INFINITY if one is empty. The
  * plan has nw_units(n) units. */
 size_t nw_cv_evaluate(nw_plan *plan, const double *h, double *cv, double *grad);
+
+/* Adds one leave-one-out row (its finish flags, yhat, dyhat and target column, stride apart)
+ * to a unit's results out (3 + d: squared errors, flagged, empty, gradient per log h_k). */
+void nw_cv_add_row(const nw_model *model, unsigned flags, const double *yhat, const double *dyhat,
+                   const float *target, size_t stride, int want_grad, double *out);
 
 /* The smallest common scale s such that s·h gives every point a neighbour with a positive
  * compact-kernel weight (0 for non-compact kernels): sqrt of the largest nearest-neighbour t. */
@@ -252,5 +263,11 @@ nwattn_status nw_check_spread(nwattn_context *ctx, size_t n, size_t d, const flo
                               size_t n_min);
 /* Whether ctx's backend asks for the fast path of an engine that needs no BLAS. */
 nwattn_status nw_select_fast(nwattn_context *ctx, int *fast);
+/* The path (NW_PATH_*) of m rows over n training points at bandwidth h (d == 1: h[0]), by the
+ * context's backend and method and, for NWATTN_NW_METHOD_AUTO, by predicted cost
+ * (fastsum_choose.c); weights: the caller wants the m×n weights. x: the caller's training
+ * inputs (their range enters the cost); h <= 0: not known yet, a rule of thumb. Fails when a forced method cannot run this model. */
+nwattn_status nw_select_path(nwattn_context *ctx, const nw_model *model, size_t n, size_t m,
+                             const float *x, size_t ldx, double h, int weights, int *path);
 
 #endif /* NWATTN_NW_H */

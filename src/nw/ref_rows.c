@@ -17,6 +17,17 @@ double nw_ref_kernel(nwattn_kernel kernel, double t, double t_near, double *g) {
         k = exp(sqrt(t_near) - s);
         *g = s > 0.0 ? k / s : 0.0;
         break;
+    case NWATTN_KERNEL_MATERN32: /* (1 + r) e^-r; G = e^-r */
+        s = sqrt(t);
+        *g = exp(sqrt(t_near) - s);
+        k = (1.0 + s) * *g;
+        break;
+    case NWATTN_KERNEL_MATERN52: /* (1 + r + r^2/3) e^-r; G = (1 + r) e^-r / 3 */
+        s = sqrt(t);
+        k = exp(sqrt(t_near) - s);
+        *g = (1.0 + s) * k / 3.0;
+        k *= 1.0 + s + t / 3.0;
+        break;
     case NWATTN_KERNEL_EPANECHNIKOV:
         if (t < 1.0) {
             k = 1.0 - t;

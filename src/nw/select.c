@@ -358,7 +358,8 @@ nwattn_status nwattn_nw_select_bandwidth(nwattn_context *ctx, const nwattn_regre
         NW_TRY(nw_check_bandwidths(ctx, "options.start", opt.start, d));
     NW_TRY(nw_check_spread(ctx, n, d, x, ldx, 3));
     int fast;
-    NW_TRY(nw_select_fast(ctx, &fast));
+    NW_TRY(nw_select_path(ctx, &mod, n, n, x, ldx, opt.start != NULL ? (double)opt.start[0] : 0.0,
+                          0, &fast));
 
     /* Working memory: the plan; then doubles: 3 grid arrays, start, h, grad, best_h, 11 BFGS
      * vectors of d and the d×d inverse Hessian; then 2n floats for the rule of thumb. */

@@ -494,7 +494,7 @@ static nwattn_regression regression_of(const at_case *c, int first_param) {
 #define F64(c, i) ((double *)(c)->buf[i].data)
 #define SZ(c, i) ((size_t *)(c)->buf[i].data)
 #define REGRESSION_PARAMS                                                                       \
-    {{"model.kernel", AT_PARAM_ENUM, 0, 5},                                                     \
+    {{"model.kernel", AT_PARAM_ENUM, 0, 7},                                                     \
      {"model.degree", AT_PARAM_ENUM, 0, 2},                                                     \
      {"model.empty", AT_PARAM_ENUM, 0, 3}}
 
@@ -1411,7 +1411,7 @@ const at_fn at_functions[] = {
         .n_structs = 1,
         .structs = {"model"},
         .n_params = 4,
-        .params = {{"model.kernel", AT_PARAM_ENUM, 0, 5},
+        .params = {{"model.kernel", AT_PARAM_ENUM, 0, 7},
                    {"model.degree", AT_PARAM_ENUM, 0, 2},
                    {"model.empty", AT_PARAM_ENUM, 0, 3},
                    {"options.tolerance", AT_PARAM_FINITE, 1e-2, 0}},
@@ -1527,7 +1527,7 @@ const at_fn at_functions[] = {
         .n_structs = 1,
         .structs = {"model"},
         .n_params = 4,
-        .params = {{"model.kernel", AT_PARAM_ENUM, 0, 5},
+        .params = {{"model.kernel", AT_PARAM_ENUM, 0, 7},
                    {"model.degree", AT_PARAM_ENUM, 0, 2},
                    {"model.empty", AT_PARAM_ENUM, 0, 3},
                    {"variance", AT_PARAM_ENUM, 0, 2}},
@@ -1560,7 +1560,7 @@ const at_fn at_functions[] = {
         .n_structs = 1,
         .structs = {"model"},
         .n_params = 4,
-        .params = {{"model.kernel", AT_PARAM_ENUM, 0, 5},
+        .params = {{"model.kernel", AT_PARAM_ENUM, 0, 7},
                    {"model.degree", AT_PARAM_ENUM, 0, 2},
                    {"model.empty", AT_PARAM_ENUM, 0, 3},
                    {"level", AT_PARAM_FINITE, 0.9, 0, 1}},

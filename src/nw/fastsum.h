@@ -1,0 +1,145 @@
+/* Exact O(n log n) 1-D kernel sums for the Laplace family (Hofmeyr's FKSUM recursions, in the
+ * translated form that never expands around an absolute origin). Never installed.
+ *
+ * For sorted points x_0 <= ... <= x_{n-1}, V coefficient vectors c_v (any per-point numbers:
+ * 1, y, w, w·y, ...) and r = |x - x_i| / h, the engine gives at any query the one-sided moments
+ *   A_v^left[k]  = sum_{x_i <= q} c_vi r_i^k e^{-r_i},   A_v^right[k] = the same over x_i > q,
+ * k = 0 .. k1-1, all multiplied by one common factor e^{r_near} (r_near: the nearest point's
+ * r) so that nothing underflows at tiny bandwidths. Every kernel poly(r) e^{-r}, its local
+ * linear moments and its derivative in h are combinations of these (fastsum_rows.c).
+ *
+ * The running sums are anchored at the points themselves: L_j[k] = sum_{i<=j} c_i
+ * ((x_j - x_i)/h)^k e^{-(x_j - x_i)/h} and L_{j+1} = e^{-δ} T_δ(L_j) + c_{j+1} e_0 with
+ * δ = (x_{j+1} - x_j)/h and T_δ the binomial translation (δ + r)^k, whose terms are all >= 0
+ * for c >= 0: no cancellation, whatever |x| / h is. Moments are stored divided by k!, so T_δ is
+ * the convolution with δ^m / m!. The points are cut into blocks of NW_FS_BLOCK; one forward
+ * and one backward pass store the sums at the block edges (checkpoints, O(n / B) memory), then
+ * blocks are independent: each recomputes its own sums from its checkpoints (threads). */
+#ifndef NWATTN_NW_FASTSUM_H
+#define NWATTN_NW_FASTSUM_H
+
+#include "nw.h"
+
+#define NW_FS_BLOCK ((size_t)(8 * NW_UNIT_ROWS)) /* a block is whole units of rows */
+#define NW_FS_KMAX 8                             /* moments per vector, at most */
+
+typedef struct nw_fastsum {
+    size_t n, v, k1, blocks;
+    double *x;       /* n sorted positions (the caller fills them) */
+    double *c;       /* v·n coefficients, c[a·n + j] (the caller fills them) */
+    double inv_h;    /* 1 / h of the current sums */
+    double *decay;   /* n: e^{-(x_j - x_{j-1}) / h} (decay[0] = 0) */
+    double *left_ck;  /* blocks × v·k1: L_{s-1} of block b (s its first point; 0 for b = 0) */
+    double *right_ck; /* blocks × v·k1: R_e of block b (e one past its last; 0 for the last) */
+    double *scratch;  /* 4 × v·k1: the two passes' running sums */
+} nw_fastsum;
+
+/* One worker's block: the inclusive sums L_j for j = s-1 .. e-1 and R_j for j = s .. e. */
+typedef struct nw_fs_block {
+    size_t b, s, e;
+    double *left, *right; /* (NW_FS_BLOCK + 1) × v·k1 each */
+} nw_fs_block;
+
+/* Bytes of nw_fs_init's memory (SIZE_MAX on overflow). */
+size_t nw_fs_bytes(size_t n, size_t v, size_t k1);
+void nw_fs_init(nw_fastsum *fs, void *mem, size_t n, size_t v, size_t k1);
+/* Doubles of one worker's block buffers. */
+size_t nw_fs_block_doubles(size_t v, size_t k1);
+void nw_fs_block_init(nw_fs_block *blk, double *mem);
+
+/* The checkpoints at bandwidth 1 / inv_h (the two passes run as two units on the team). */
+void nw_fs_prepare(nw_fastsum *fs, double inv_h, nw_workers *team, size_t threads);
+/* Recomputes block b's sums from its checkpoints. */
+void nw_fs_fill(const nw_fastsum *fs, size_t b, nw_fs_block *blk);
+
+/* The moments (v·k1 each, plain, not divided by k!) of training point j (s <= j < e of the
+ * filled block) with j itself left out (its duplicates stay in). */
+void nw_fs_moments_loo(const nw_fastsum *fs, const nw_fs_block *blk, size_t j, double *left,
+                       double *right);
+/* The same at query q, where j is the last point with x_j <= q (SIZE_MAX: q < x_0), in the
+ * filled block (j in [s, e), or j == SIZE_MAX with block 0). */
+void nw_fs_moments_at(const nw_fastsum *fs, const nw_fs_block *blk, size_t j, double q,
+                      double *left, double *right);
+
+/* Index of the last x_j <= q (SIZE_MAX if none). */
+size_t nw_fs_locate(const nw_fastsum *fs, double q);
+
+/* ---- Kernels and rows (fastsum_rows.c) ----------------------------------------------------- */
+/* Whether the engine sums this kernel (d == 1): the Laplace family exactly, the Gaussian within
+ * its bound (fastsum_gauss.c). */
+int nw_fs_kernel_supported(nwattn_kernel kernel);
+/* Moments per vector the model needs (with or without the h-derivative). */
+size_t nw_fs_moments_needed(const nw_model *model, int grad);
+/* The row's nw_sums from its one-sided moments; vectors: 0 the weights, 1 + c the y columns. */
+void nw_fs_row_sums(const nw_model *model, size_t k1, const double *left, const double *right,
+                    nw_sums *s);
+
+/* ---- The Gaussian (fastsum_gauss.c): a 1-D fast Gauss transform with a stated bound ------ */
+#define NW_FG_AMAX 4 /* powers of u summed: local linear's u^2 times the derivative's u^2 */
+#define NW_FG_PMAX 24 /* Taylor terms at most */
+
+typedef struct nw_fs_gauss {
+    size_t n, v, clusters;
+    const double *x, *c; /* the engine's sorted points and coefficients */
+    double inv_h, eps;
+    size_t *start;  /* clusters + 1: first point of each cluster */
+    size_t *offset; /* per cluster: its moments' index, SIZE_MAX when summed directly */
+    double *mu;     /* moments: per cluster v × NW_FG_MOMENTS */
+} nw_fs_gauss;
+
+size_t nw_fg_bytes(size_t n, size_t v);
+void nw_fg_init(nw_fs_gauss *g, void *mem, size_t n, size_t v, const double *x, const double *c);
+/* Clusters and moments at bandwidth 1 / inv_h for relative error eps. */
+void nw_fg_prepare(nw_fs_gauss *g, double inv_h, double eps);
+/* out (v × (amax + 1)) = sum_i c_i u_i^a e^{-u_i^2/2} e^{r_near^2/2} at query q over all points
+ * but skip (SIZE_MAX: none); j: the last point with x_j <= q (SIZE_MAX if none). */
+void nw_fg_moments(const nw_fs_gauss *g, double q, size_t j, size_t skip, size_t amax,
+                   double *out);
+/* A dense cluster's target expansion, shared by the leave-one-out rows of its points. */
+typedef struct nw_fg_local {
+    size_t k;          /* the cluster (SIZE_MAX: none yet) */
+    double b, rho;     /* centre, radius in h */
+    double wmax;       /* largest |w| of the sources in reach */
+    double *N;         /* v × (NW_FG_PMAX + NW_FG_AMAX + 1) target moments */
+} nw_fg_local;
+#define NW_FG_LOCAL_DOUBLES(v) ((v) * (NW_FG_PMAX + NW_FG_AMAX + 1))
+/* Builds cluster k's target expansion; 0 when k is small or its order would be too high (then
+ * its rows take nw_fg_moments). */
+int nw_fg_target(const nw_fs_gauss *g, size_t k, nw_fg_local *loc);
+/* nw_fg_moments' out for training point j of loc's cluster, j left out. */
+void nw_fg_moments_local(const nw_fs_gauss *g, const nw_fg_local *loc, size_t j, size_t amax,
+                         double *out);
+/* Index of the cluster holding point j. */
+size_t nw_fg_cluster_of(const nw_fs_gauss *g, size_t j);
+
+/* Powers of u a model needs, and its nw_sums from nw_fg_moments' out. */
+size_t nw_fg_amax(const nw_model *model, int grad);
+void nw_fg_row_sums(const nw_model *model, size_t amax, const double *mom, nw_sums *s);
+
+/* ---- Drivers over a plan (fastsum_plan.c) -------------------------------------------------- */
+/* The plan's fast-sum part: the engine over the vectors (1, y_1 .. y_dv) and each worker's
+ * block and row moments. */
+struct nw_fs_plan {
+    nw_fastsum fs;     /* Laplace family; for the Gaussian only its x and c */
+    int gauss;         /* the Gaussian: g below */
+    nw_fs_gauss g;
+    double eps;        /* the Gaussian's relative error bound */
+    double *worker_mem; /* threads × worker_doubles */
+    size_t worker_doubles;
+};
+
+/* Bytes of the fast-sum part of a plan (SIZE_MAX on overflow). */
+size_t nw_fs_plan_bytes(const nw_model *model, size_t n, size_t threads);
+/* Points plan->fastsum into mem and fills positions and coefficients from the plan's sorted
+ * training copy; eps: the Gaussian's bound. */
+void nw_fs_plan_init(nw_plan *plan, void *mem, double eps);
+/* The CV rows of every unit into plan->partial (as cv.c's rows do), at plan->inv_h. */
+void nw_fs_cv_units(nw_plan *plan, int want_grad);
+/* size_t of scratch nw_fs_predict needs for m queries. */
+size_t nw_fs_predict_scratch(const nw_plan *plan, size_t m);
+/* Predictions at m queries (xq, ldq; any order, anywhere) into yq at plan->inv_h; row flags
+ * optional; returns the flagged count. */
+size_t nw_fs_predict(nw_plan *plan, size_t m, const float *xq, size_t ldq, float *yq, size_t ldyq,
+                     unsigned char *row_flags, size_t *scratch);
+
+#endif /* NWATTN_NW_FASTSUM_H */

@@ -1,0 +1,378 @@
+/* The Gaussian kernel sums with a stated error bound: a 1-D improved fast Gauss transform
+ * (Yang, Duraiswami and Gumerov's Taylor form) over clusters of the sorted points, with a
+ * direct walk where the expansion would not pay or not converge fast enough.
+ *
+ * Clusters: consecutive sorted points spanning at most h/2 (in units of h, radius
+ * rho <= 1/4 about the centre a). With dx = (x_i - a)/h, dy = (q - a)/h and u = dx - dy,
+ *   e^{-u^2/2} = e^{-dy^2/2} e^{-dx^2/2} sum_m (dx dy)^m / m!,
+ * so a cluster's moments mu_s = sum_i c_i dx_i^s e^{-dx_i^2/2} (about its own centre: no
+ * absolute origin) give every sum_i c_i u_i^a e^{-u_i^2/2} at any query in p·(a+1) flops.
+ * Truncating after p terms changes each point's term by a relative |R| <= z^p / p! e^z with
+ * z = rho |dy| (Lagrange remainder, both signs of dx dy); p is the smallest order with
+ * z^p / p! e^z <= eps / 2 (at most NW_FG_PMAX, else the cluster is summed directly). A query
+ * visits clusters outwards from its position and stops on a side once the points left there
+ * could add at most eps / 2 of the nearest point's weight (count · r^4 e^{-(r^2 - r_near^2)/2}
+ * with r the next cluster's edge, r >= 2). Hence for every moment a <= 4 (nwattn.h):
+ *   |error| <= eps · max_i |c_i| · sum_i (1 + |u_i|)^a e^{-u_i^2/2}
+ * (the binomial recombination (dx - dy)^a costs the (1 + |u|)^a). Everything is scaled by
+ * e^{r_near^2/2}, the nearest point's inverse weight: nothing underflows at tiny h.
+ * Leave-one-out rows of a dense cluster share one target expansion (below). */
+#include <math.h>
+#include <string.h>
+
+#include "fastsum.h"
+
+#define NW_FG_TERMS (NW_FG_PMAX + NW_FG_AMAX + 1) /* target moments N_s, s < TERMS */
+#define NW_FG_MOMENTS (NW_FG_PMAX + NW_FG_TERMS)      /* source moments: M2L needs k + s */
+#define NW_FG_MIN_POINTS 24  /* smaller clusters are always summed directly */
+/* Cluster width in h (radius rho <= width / 2): at 1/2, z = rho |dy| <= 2.3 within the
+ * e^-(17 + ln n) reach, where 24 terms give 1e-12. */
+#define NW_FG_WIDTH 0.5
+
+size_t nw_fg_bytes(size_t n, size_t v) {
+    size_t words, part;
+    /* start (n + 1), moment offsets (n), moments of at most n / MIN + 1 clusters */
+    if (!nw_mul(n + 1, 2, &words) || !nw_mul(n / NW_FG_MIN_POINTS + 1, v * NW_FG_MOMENTS, &part) ||
+        !nw_add(words, part, &words) || !nw_mul(words, 8, &words))
+        return SIZE_MAX;
+    return words;
+}
+
+void nw_fg_init(nw_fs_gauss *g, void *mem, size_t n, size_t v, const double *x, const double *c) {
+    memset(g, 0, sizeof *g);
+    g->n = n;
+    g->v = v;
+    g->x = x;
+    g->c = c;
+    g->eps = 1e-7;
+    g->start = mem;
+    g->offset = g->start + n + 1;
+    g->mu = (double *)(void *)(g->offset + n);
+}
+
+/* Clusters and their moments at bandwidth 1 / inv_h. */
+void nw_fg_prepare(nw_fs_gauss *g, double inv_h, double eps) {
+    const size_t n = g->n, v = g->v;
+    const double *x = g->x;
+    g->inv_h = inv_h;
+    g->eps = eps;
+    size_t k = 0, used = 0;
+    for (size_t s = 0; s < n; k++) {
+        size_t e = s + 1;
+        while (e < n && (x[e] - x[s]) * inv_h <= NW_FG_WIDTH)
+            e++;
+        g->start[k] = s;
+        g->offset[k] = SIZE_MAX;
+        if (e - s >= NW_FG_MIN_POINTS) {
+            double *mu = g->mu + used * v * NW_FG_MOMENTS;
+            g->offset[k] = used++;
+            memset(mu, 0, v * NW_FG_MOMENTS * sizeof(double));
+            const double centre = 0.5 * (x[s] + x[e - 1]);
+            for (size_t i = s; i < e; i++) {
+                const double dx = (x[i] - centre) * inv_h;
+                double pw = exp(-0.5 * dx * dx);
+                for (size_t m = 0; m < NW_FG_MOMENTS; m++, pw *= dx)
+                    for (size_t a = 0; a < v; a++)
+                        mu[a * NW_FG_MOMENTS + m] += g->c[a * n + i] * pw;
+            }
+        }
+        s = e;
+    }
+    g->clusters = k;
+    g->start[k] = n;
+}
+
+/* A query's running state. */
+typedef struct walk {
+    const nw_fs_gauss *g;
+    double q, near, near2; /* query; r_near and its square */
+    size_t skip, amax;
+    double *out; /* v × (amax + 1): sum c u^a e^{-(u^2 - r_near^2)/2} */
+} walk;
+
+/* Adds point i directly. u^2 - r_near^2 factored: no cancellation when r_near is large. */
+static void add_point(const walk *w, size_t i) {
+    const nw_fs_gauss *g = w->g;
+    const double u = (g->x[i] - w->q) * g->inv_h;
+    const double k = exp(-0.5 * (fabs(u) - w->near) * (fabs(u) + w->near));
+    for (size_t a = 0; a < g->v; a++) {
+        double t = g->c[a * g->n + i] * k;
+        for (size_t p = 0; p <= w->amax; p++, t *= u)
+            w->out[a * (w->amax + 1) + p] += t;
+    }
+}
+
+/* Whether the points beyond scaled distance r (count of them) are negligible. */
+static int negligible(const walk *w, double r, size_t count) {
+    if (!(r >= 2.0) || r * r <= w->near2)
+        return 0;
+    const double r2 = r * r;
+    return (double)count * r2 * r2 * exp(-0.5 * (r - w->near) * (r + w->near)) <=
+           0.5 * w->g->eps;
+}
+
+/* The Taylor order for z = rho |dy| (0: do not expand). */
+static size_t order_for(double z, double eps) {
+    const double target = 0.5 * eps * exp(-z);
+    double term = 1.0;
+    for (size_t p = 1; p <= NW_FG_PMAX; p++) {
+        term *= z / (double)p;
+        if (term <= target)
+            return p;
+    }
+    return 0;
+}
+
+/* Cluster k by its expansion; returns 0 (nothing added) when the order would be too high. */
+static int add_expanded(const walk *w, size_t k) {
+    const nw_fs_gauss *g = w->g;
+    const size_t s = g->start[k], e = g->start[k + 1], v = g->v, A = w->amax + 1;
+    if (g->offset[k] == SIZE_MAX)
+        return 0;
+    const double centre = 0.5 * (g->x[s] + g->x[e - 1]);
+    const double rho = 0.5 * (g->x[e - 1] - g->x[s]) * g->inv_h;
+    const double dy = (w->q - centre) * g->inv_h;
+    const size_t p = order_for(rho * fabs(dy), g->eps);
+    if (p == 0)
+        return 0;
+    const double scale = exp(-0.5 * (dy * dy - w->near2));
+    double coef[NW_FG_PMAX]; /* dy^m / m! */
+    coef[0] = 1.0;
+    for (size_t m = 1; m < p; m++)
+        coef[m] = coef[m - 1] * dy / (double)m;
+    const double *mu = g->mu + g->offset[k] * v * NW_FG_MOMENTS;
+    for (size_t a = 0; a < v; a++, mu += NW_FG_MOMENTS) {
+        double t[NW_FG_AMAX + 1]; /* T_b = sum_m dy^m/m! mu_{m+b} */
+        for (size_t b = 0; b < A; b++) {
+            double sum = 0.0;
+            for (size_t m = p; m-- > 0;)
+                sum += coef[m] * mu[m + b];
+            t[b] = sum;
+        }
+        /* sum c (dx - dy)^j ... = sum_b binom(j, b) (-dy)^{j-b} T_b */
+        for (size_t j = 0; j < A; j++) {
+            double sum = 0.0, binom = 1.0, pw = 1.0; /* binom(j, b), (-dy)^{j-b} built downwards */
+            for (size_t b = j + 1; b-- > 0;) {
+                sum += binom * pw * t[b];
+                binom = binom * (double)b / (double)(j - b + 1);
+                pw *= -dy;
+            }
+            w->out[a * A + j] += scale * sum;
+        }
+    }
+    if (w->skip >= s && w->skip < e) /* leave the point out: its term is c e^{r_near^2/2} */
+        for (size_t a = 0; a < v; a++)
+            w->out[a * A] -= g->c[a * g->n + w->skip] * exp(0.5 * w->near2);
+    return 1;
+}
+
+/* Index of the cluster holding point j. */
+size_t nw_fg_cluster_of(const nw_fs_gauss *g, size_t j) {
+    size_t lo = 0, hi = g->clusters; /* last k with start[k] <= j */
+    while (hi - lo > 1) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (g->start[mid] <= j)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+void nw_fg_moments(const nw_fs_gauss *g, double q, size_t j, size_t skip, size_t amax,
+                   double *out) {
+    const size_t n = g->n, A = amax + 1;
+    memset(out, 0, g->v * A * sizeof(double));
+    /* the nearest point other than skip sits next to q's position j (last x_j <= q) */
+    double near = INFINITY;
+    size_t l = j, r = j == SIZE_MAX ? 0 : j + 1;
+    if (l != SIZE_MAX && l == skip)
+        l = l > 0 ? l - 1 : SIZE_MAX;
+    if (r == skip)
+        r++;
+    if (l != SIZE_MAX)
+        near = fmin(near, (q - g->x[l]) * g->inv_h);
+    if (r < n)
+        near = fmin(near, (g->x[r] - q) * g->inv_h);
+    if (!(near < INFINITY))
+        return; /* no other point */
+    walk w = {g, q, near, near * near, skip, amax, out};
+    /* left: the points <= q, clusters from the one of j downwards. That cluster may continue
+     * past q: expanded, it is done whole; summed directly, only up to j here. */
+    size_t right_from = 0; /* first point the right side sums */
+    if (j != SIZE_MAX) {
+        right_from = j + 1;
+        for (size_t k = nw_fg_cluster_of(g, j);; k--) {
+            const size_t s = g->start[k], last = g->start[k + 1] - 1 < j ? g->start[k + 1] - 1 : j;
+            if (negligible(&w, (q - g->x[last]) * g->inv_h, last + 1))
+                break;
+            if (add_expanded(&w, k)) {
+                if (g->start[k + 1] > right_from)
+                    right_from = g->start[k + 1];
+            } else {
+                for (size_t i = last + 1; i-- > s;) { /* nearest first */
+                    if (i != skip)
+                        add_point(&w, i);
+                    if (negligible(&w, (q - g->x[i]) * g->inv_h, i))
+                        goto right;
+                }
+            }
+            if (k == 0)
+                break;
+        }
+    }
+right:
+    if (right_from >= n)
+        return;
+    for (size_t k = nw_fg_cluster_of(g, right_from); k < g->clusters; k++) {
+        const size_t s = g->start[k] > right_from ? g->start[k] : right_from;
+        const size_t e = g->start[k + 1];
+        if (negligible(&w, (g->x[s] - q) * g->inv_h, n - s))
+            break;
+        if (s == g->start[k] && add_expanded(&w, k))
+            continue;
+        for (size_t i = s; i < e; i++) {
+            if (i != skip)
+                add_point(&w, i);
+            if (negligible(&w, (g->x[i] - q) * g->inv_h, n - i - 1))
+                return;
+        }
+    }
+}
+
+/* ---- Target expansions (dense clusters of queries: the CV rows) ----------------------------
+ * For the queries q = b + h t of a cluster T (centre b, |t| <= rho_T) and w = (x_i - b)/h,
+ * e^{-u^2/2} = e^{-t^2/2} e^{-w^2/2} e^{w t}: one set of target moments
+ * N_s = sum_i c_i w_i^s e^{-w_i^2/2} over the sources in reach serves every query of T (Taylor
+ * in w t, the same remainder as above with z = rho_T max|w|). A source cluster S (centre a,
+ * D = (a - b)/h, w = D + dx) adds e^{-D^2/2} sum_j binom(s, j) D^{s-j} sum_k (-D)^k/k! mu_{k+j}
+ * (Taylor in D dx); small clusters add their points exactly. Both truncations are held to
+ * eps / 400: recombining the moments with t^m / m! can amplify a relative error by at most
+ * e^{2 |w t| + t^2/2} < 200 within reach. */
+
+/* Adds source cluster k to N (v × NW_FG_TERMS) about centre b; 0 if its order is too high. */
+static int m2l(const nw_fs_gauss *g, size_t k, double b, double eps, double *N) {
+    const size_t s0 = g->start[k], e = g->start[k + 1], v = g->v;
+    const double a = 0.5 * (g->x[s0] + g->x[e - 1]);
+    const double rho = 0.5 * (g->x[e - 1] - g->x[s0]) * g->inv_h, D = (a - b) * g->inv_h;
+    const size_t p = order_for(rho * fabs(D), eps);
+    if (p == 0)
+        return 0;
+    double coef[NW_FG_PMAX], pw[NW_FG_TERMS];
+    coef[0] = 1.0;
+    for (size_t m = 1; m < p; m++)
+        coef[m] = coef[m - 1] * -D / (double)m;
+    pw[0] = 1.0;
+    for (size_t m = 1; m < NW_FG_TERMS; m++)
+        pw[m] = pw[m - 1] * D;
+    const double scale = exp(-0.5 * D * D);
+    const double *mu = g->mu + g->offset[k] * v * NW_FG_MOMENTS;
+    for (size_t a2 = 0; a2 < v; a2++, mu += NW_FG_MOMENTS, N += NW_FG_TERMS) {
+        double E[NW_FG_TERMS]; /* E_j = sum_k (-D)^k/k! mu_{k+j} */
+        for (size_t j = 0; j < NW_FG_TERMS; j++) {
+            double sum = 0.0;
+            for (size_t m = p; m-- > 0;)
+                sum += coef[m] * mu[m + j];
+            E[j] = sum;
+        }
+        for (size_t s = 0; s < NW_FG_TERMS; s++) { /* (D + dx)^s by the binomial */
+            double sum = 0.0, binom = 1.0;
+            for (size_t j = 0; j <= s; j++) {
+                sum += binom * pw[s - j] * E[j];
+                binom = binom * (double)(s - j) / (double)(j + 1);
+            }
+            N[s] += scale * sum;
+        }
+    }
+    return 1;
+}
+
+static void add_source_point(const nw_fs_gauss *g, size_t i, double b, double *N) {
+    const double w = (g->x[i] - b) * g->inv_h;
+    double t = exp(-0.5 * w * w);
+    double pw[NW_FG_TERMS];
+    for (size_t s = 0; s < NW_FG_TERMS; s++, t *= w)
+        pw[s] = t;
+    for (size_t a = 0; a < g->v; a++) {
+        const double c = g->c[a * g->n + i];
+        for (size_t s = 0; s < NW_FG_TERMS; s++)
+            N[a * NW_FG_TERMS + s] += c * pw[s];
+    }
+}
+
+int nw_fg_target(const nw_fs_gauss *g, size_t k, nw_fg_local *loc) {
+    const size_t n = g->n, v = g->v, s = g->start[k], e = g->start[k + 1];
+    if (g->offset[k] == SIZE_MAX)
+        return 0; /* small: its queries walk */
+    const double b = 0.5 * (g->x[s] + g->x[e - 1]), lo = g->x[s], hi = g->x[e - 1];
+    const double eps = g->eps / 400.0;
+    double *N = loc->N;
+    memset(N, 0, v * NW_FG_TERMS * sizeof(double));
+    loc->k = k;
+    loc->b = b;
+    loc->rho = 0.5 * (hi - lo) * g->inv_h;
+    loc->wmax = 0.0;
+    /* the sources in reach on each side: stop where the rest could add eps/2 of the weight of
+     * any query's nearest point (r_near <= the cluster width) */
+    walk w = {g, b, NW_FG_WIDTH, NW_FG_WIDTH * NW_FG_WIDTH, SIZE_MAX, 0, NULL};
+    for (size_t j = k + 1; j-- > 0;) {
+        const size_t js = g->start[j], je = g->start[j + 1];
+        const double edge = fmax(0.0, (lo - g->x[je - 1]) * g->inv_h);
+        if (j != k && negligible(&w, edge, je))
+            break;
+        loc->wmax = fmax(loc->wmax, (b - g->x[js]) * g->inv_h);
+        if (g->offset[j] != SIZE_MAX && m2l(g, j, b, eps, N))
+            continue;
+        for (size_t i = js; i < je; i++)
+            add_source_point(g, i, b, N);
+    }
+    for (size_t j = k + 1; j < g->clusters; j++) {
+        const size_t js = g->start[j], je = g->start[j + 1];
+        if (negligible(&w, (g->x[js] - hi) * g->inv_h, n - js))
+            break;
+        loc->wmax = fmax(loc->wmax, (g->x[je - 1] - b) * g->inv_h);
+        if (g->offset[j] != SIZE_MAX && m2l(g, j, b, eps, N))
+            continue;
+        for (size_t i = js; i < je; i++)
+            add_source_point(g, i, b, N);
+    }
+    return order_for(loc->rho * loc->wmax, eps) != 0;
+}
+
+void nw_fg_moments_local(const nw_fs_gauss *g, const nw_fg_local *loc, size_t j, size_t amax,
+                         double *out) {
+    const size_t n = g->n, v = g->v, A = amax + 1;
+    const double q = g->x[j], t = (q - loc->b) * g->inv_h;
+    /* the nearest other point, for the common scale e^{r_near^2/2} */
+    double near = INFINITY;
+    if (j > 0)
+        near = fmin(near, (q - g->x[j - 1]) * g->inv_h);
+    if (j + 1 < n)
+        near = fmin(near, (g->x[j + 1] - q) * g->inv_h);
+    const size_t p = order_for(fabs(t) * loc->wmax, g->eps / 400.0);
+    double coef[NW_FG_PMAX];
+    coef[0] = 1.0;
+    for (size_t m = 1; m < p; m++)
+        coef[m] = coef[m - 1] * t / (double)m;
+    const double scale = exp(0.5 * (near - t) * (near + t));
+    for (size_t a = 0; a < v; a++) {
+        const double *N = loc->N + a * NW_FG_TERMS;
+        double T[NW_FG_AMAX + 1];
+        for (size_t b = 0; b < A; b++) {
+            double sum = 0.0;
+            for (size_t m = p; m-- > 0;)
+                sum += coef[m] * N[m + b];
+            T[b] = sum;
+        }
+        for (size_t i = 0; i < A; i++) { /* (w - t)^i = sum_b binom(i, b) (-t)^{i-b} w^b */
+            double sum = 0.0, binom = 1.0, pw = 1.0;
+            for (size_t b = i + 1; b-- > 0;) {
+                sum += binom * pw * T[b];
+                binom = binom * (double)b / (double)(i - b + 1);
+                pw *= -t;
+            }
+            out[a * A + i] = scale * sum;
+        }
+        out[a * A] -= g->c[a * n + j] * exp(0.5 * near * near); /* leave j out */
+    }
+}

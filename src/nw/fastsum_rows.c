@@ -1,0 +1,96 @@
+/* From one-sided moments to a row's nw_sums: the Laplace family K(r) = poly(r) e^{-r}, its
+ * local linear moments (z = (1, u), u = ±r) and its derivative in log h, which stays in the
+ * family: d K / d log h = -r K'(r) = r (poly(r) - poly'(r)) e^{-r} = G(t) · u^2 of nw.h. */
+#include "fastsum.h"
+
+/* Coefficients of poly (kernel) and of r (poly - poly') (gradient weight), in powers of r. */
+typedef struct family {
+    size_t degree; /* of poly */
+    double k[3];
+    double g[4];
+} family;
+
+static int family_of(nwattn_kernel kernel, family *f) {
+    static const family laplace = {0, {1.0, 0.0, 0.0}, {0.0, 1.0, 0.0, 0.0}};
+    static const family matern32 = {1, {1.0, 1.0, 0.0}, {0.0, 0.0, 1.0, 0.0}};
+    static const family matern52 = {2, {1.0, 1.0, 1.0 / 3.0}, {0.0, 0.0, 1.0 / 3.0, 1.0 / 3.0}};
+    switch (kernel) {
+    case NWATTN_KERNEL_LAPLACE:
+        *f = laplace;
+        return 1;
+    case NWATTN_KERNEL_MATERN32:
+        *f = matern32;
+        return 1;
+    case NWATTN_KERNEL_MATERN52:
+        *f = matern52;
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+int nw_fs_kernel_supported(nwattn_kernel kernel) {
+    family f;
+    return kernel == NWATTN_KERNEL_GAUSSIAN || family_of(kernel, &f);
+}
+
+size_t nw_fs_moments_needed(const nw_model *model, int grad) {
+    family f;
+    if (!family_of(model->kernel, &f))
+        return 1; /* the Gaussian: the engine only holds x and c */
+    /* highest power: the polynomial (+1 with the gradient), + 2 for local linear's u^2 */
+    return f.degree + 1 + (grad ? 1 : 0) + (model->degree == NWATTN_LOCAL_LINEAR ? 2 : 0);
+}
+
+/* sum_i c_i u_i^a poly(r_i) e^{-r_i} over both sides: u = r on the right, -r on the left. */
+static double combine(const double *poly, size_t terms, size_t a, const double *left,
+                      const double *right) {
+    double sum = 0.0;
+    for (size_t m = 0; m < terms; m++)
+        if (poly[m] != 0.0)
+            sum += poly[m] * (a % 2 == 0 ? right[m + a] + left[m + a] : right[m + a] - left[m + a]);
+    return sum;
+}
+
+/* m (p×p, upper) and b (p×dv) of the weight poly. */
+static void fill(const nw_model *model, size_t k1, const double *poly, size_t terms,
+                 const double *left, const double *right, double *m, double *b) {
+    const size_t p = model->p, dv = model->dv;
+    for (size_t a = 0; a < p; a++) {
+        for (size_t c = a; c < p; c++)
+            m[a + c * p] = combine(poly, terms, a + c, left, right);
+        for (size_t c = 0; c < dv; c++)
+            b[a + c * p] = combine(poly, terms, a, left + (1 + c) * k1, right + (1 + c) * k1);
+    }
+}
+
+void nw_fs_row_sums(const nw_model *model, size_t k1, const double *left, const double *right,
+                    nw_sums *s) {
+    family f;
+    if (!family_of(model->kernel, &f))
+        return; /* not reached: nw_select_path chose the fast sums for this kernel */
+    fill(model, k1, f.k, f.degree + 1, left, right, s->m, s->b);
+    if (s->dm != NULL)
+        fill(model, k1, f.g, f.degree + 2, left, right, s->dm, s->db);
+}
+
+/* ---- The Gaussian: K = e^{-u^2/2}, G u^2 = u^2 K (nw.h) ----------------------------------- */
+size_t nw_fg_amax(const nw_model *model, int grad) {
+    return (model->degree == NWATTN_LOCAL_LINEAR ? 2 : 0) + (grad ? 2 : 0);
+}
+
+void nw_fg_row_sums(const nw_model *model, size_t amax, const double *mom, nw_sums *s) {
+    const size_t p = model->p, dv = model->dv, A = amax + 1;
+    for (size_t a = 0; a < p; a++) {
+        for (size_t c = a; c < p; c++) {
+            s->m[a + c * p] = mom[a + c];
+            if (s->dm != NULL)
+                s->dm[a + c * p] = mom[a + c + 2];
+        }
+        for (size_t c = 0; c < dv; c++) {
+            s->b[a + c * p] = mom[(1 + c) * A + a];
+            if (s->db != NULL)
+                s->db[a + c * p] = mom[(1 + c) * A + a + 2];
+        }
+    }
+}
