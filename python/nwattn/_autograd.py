@@ -150,7 +150,8 @@ def nw_predict_backward(xq, x, y, bandwidth, dyq, *, kernel="gaussian", degree="
                         empty="nearest", ctx=None):
     """``nwattn_nw_predict_backward``: dL/dh for a loss whose gradient with respect to the
     predictions of :func:`nwattn.nw_predict` (same arguments) is dyq, shaped like them.
-    Returns a float for a scalar bandwidth, else a (d,) array."""
+    Returns a float for a scalar bandwidth (the sum of the d per-feature shares, as one h
+    serves them all), else an array shaped like bandwidth."""
     ctx = resolve(ctx)
     xo, n, d, _ = _points(x, "x")
     qo, m, _, _ = _points(xq, "xq")
@@ -165,7 +166,9 @@ def nw_predict_backward(xq, x, y, bandwidth, dyq, *, kernel="gaussian", degree="
     check(C.nwattn_nw_predict_backward(h, ctypes.byref(model), bw.ctypes.data, m, n, d, dv,
                                        qo.ptr, qo.ld, xo.ptr, xo.ld, yo.ptr, yo.ld, go.ptr,
                                        go.ld, out.ctypes.data), h, "nwattn_nw_predict_backward")
-    return float(out[0]) if np.ndim(bandwidth) == 0 else out
+    if np.size(bandwidth) == 1:  # one h shared by the d features: dL/dh sums their shares
+        return float(out.sum()) if np.ndim(bandwidth) == 0 else out.sum(keepdims=True)
+    return out
 
 
 try:  # the torch layer; without torch the numpy functions above are the API
