@@ -178,6 +178,28 @@ except ImportError:  # pragma: no cover - depends on the environment
 
 if torch is not None:  # pragma: no cover - torch is not installed on the CI machine
 
+    class _Refused(torch.autograd.Function):
+        """A first gradient's stand-in under create_graph=True: the backward is the C library's,
+        not a torch graph, so differentiating it again raises instead of quietly treating the
+        gradient as a constant (torch's once_differentiable only does so when the upstream
+        gradient itself requires grad)."""
+
+        @staticmethod
+        def forward(fctx, grad, *anchors):
+            return grad.clone()
+
+        @staticmethod
+        def backward(fctx, *_):
+            raise RuntimeError("nwattn.autograd: the library's backward cannot be "
+                               "differentiated twice (a second derivative through it)")
+
+    def _first_order(grads, inputs):
+        """grads as they are, or (create_graph=True) tied to the inputs through _Refused."""
+        anchors = [t for t in inputs if torch.is_tensor(t) and t.requires_grad]
+        if not (torch.is_grad_enabled() and anchors):
+            return grads
+        return tuple(g if g is None else _Refused.apply(g, *anchors) for g in grads)
+
     def _np(t):
         return t.detach().to("cpu", torch.float32).contiguous().numpy()
 
@@ -202,10 +224,14 @@ if torch is not None:  # pragma: no cover - torch is not installed on the CI mac
             kw = _param_kw(fctx.score, param)
             dq, dk, dv, dp = pool_backward(_np(q), _np(k), _np(v), fctx.o, fctx.lse, _np(d_o),
                                            score=fctx.score, **kw, **fctx.mask_kw)
-            d_param = _like(np.asarray(dp, np.float32).reshape(param.shape), param)
-            return _like(dq, q), _like(dk, k), _like(dv, v), d_param, None, None
+            d_param = None if param is None else \
+                _like(np.asarray(dp, np.float32).reshape(param.shape), param)
+            return _first_order((_like(dq, q), _like(dk, k), _like(dv, v), d_param),
+                                (q, k, v, param)) + (None, None)
 
     def _param_kw(score, param):
+        if param is None:  # the library's default scale or bandwidth
+            return {}
         value = _np(param)
         if score in ("dot", "cosine"):
             return {"scale": float(value.reshape(()))}
@@ -213,10 +239,13 @@ if torch is not None:  # pragma: no cover - torch is not installed on the CI mac
             return {"bandwidth": float(value)}
         return {"bandwidths": value.reshape(-1)}
 
-    def pool(q, k, v, param, *, score="dot", **mask_kw):
+    def pool(q, k, v, param=None, *, score="dot", **mask_kw):
         """Differentiable nwattn.pool. param: a tensor holding the scale (dot, cosine), the
         bandwidth (a 0-d tensor) or the per-dimension bandwidths ((d,) tensor); give it
-        requires_grad=True to learn it (a learnable temperature, or d2l's w as h = 1/|w|)."""
+        requires_grad=True to learn it (a learnable temperature, or d2l's w as h = 1/|w|).
+        A plain number is a constant; None the library's default (1/sqrt(d), 1, 1)."""
+        if param is not None and not torch.is_tensor(param):
+            param = torch.tensor(param, dtype=torch.float64)
         return PoolFunction.apply(q, k, v, param, score, mask_kw)
 
     class NWPredictFunction(torch.autograd.Function):
@@ -233,7 +262,8 @@ if torch is not None:  # pragma: no cover - torch is not installed on the CI mac
         def backward(fctx, dyq):
             xq, x, y, h = fctx.saved_tensors
             dh = nw_predict_backward(_np(xq), _np(x), _np(y), _np(h), _np(dyq), **fctx.kwargs)
-            return None, None, None, _like(np.asarray(dh, np.float32).reshape(h.shape), h), None
+            d_h = _like(np.asarray(dh, np.float32).reshape(h.shape), h)
+            return (None, None, None) + _first_order((d_h,), (h,)) + (None,)
 
     _LAYER = ("w_q", "w_k", "w_v", "w_o", "b_q", "b_k", "b_v", "b_o")
 
@@ -264,7 +294,7 @@ if torch is not None:  # pragma: no cover - torch is not installed on the CI mac
                 grads.append(None if t is None else _like(g["d" + n].reshape(t.shape), t))
             grads.append(None if scale is None else
                          _like(np.asarray(g["d_score"], np.float32).reshape(scale.shape), scale))
-            return (*grads, None)
+            return _first_order(tuple(grads), (x_q, x_k, x_v, *tensors, scale)) + (None,)
 
     def attention(x_q, x_k=None, x_v=None, *, w_q, w_k, w_v, w_o=None, b_q=None, b_k=None,
                   b_v=None, b_o=None, scale=None, **opts):
