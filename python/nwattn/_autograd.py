@@ -176,7 +176,7 @@ try:  # the torch layer; without torch the numpy functions above are the API
 except ImportError:  # pragma: no cover - depends on the environment
     torch = None
 
-if torch is not None:  # pragma: no cover - torch is not installed on the CI machine
+if torch is not None:  # pragma: no cover - CI installs torch; a plain install may lack it
 
     class _Refused(torch.autograd.Function):
         """A first gradient's stand-in under create_graph=True: the backward is the C library's,
@@ -306,5 +306,10 @@ if torch is not None:  # pragma: no cover - torch is not installed on the CI mac
                                        scale, opts)
 
     def nw_predict(xq, x, y, bandwidth, **kwargs):
-        """Differentiable nwattn.nw_predict in its bandwidth tensor."""
+        """Differentiable nwattn.nw_predict in its bandwidth tensor (only: xq, x and y are
+        data, and data that require grad are refused rather than given no gradient)."""
+        for t, name in ((xq, "xq"), (x, "x"), (y, "y")):
+            if torch.is_tensor(t) and t.requires_grad and torch.is_grad_enabled():
+                raise ValueError(f"nwattn.autograd.nw_predict: {name} requires grad, but the "
+                                 "gradient flows to the bandwidth only; detach it")
         return NWPredictFunction.apply(xq, x, y, bandwidth, kwargs)

@@ -408,3 +408,13 @@ def test_second_derivatives_are_refused_not_silently_zero():
         g, = torch.autograd.grad(out.sum(), wrt, create_graph=True)
         with pytest.raises(RuntimeError, match="twice"):
             (g * wrt).sum().backward()
+
+
+def test_nw_predict_refuses_data_that_require_grad():
+    """Its gradient is dL/dh only: data that require grad would silently get none."""
+    x = torch.rand(10, 1, requires_grad=True)
+    h = torch.tensor(0.3, requires_grad=True)
+    with pytest.raises(ValueError, match="bandwidth only"):
+        AG.nw_predict(x.detach()[:3], x, torch.sin(x.detach()), h)
+    AG.nw_predict(x.detach()[:3], x.detach(), torch.sin(x.detach()), h).sum().backward()
+    assert h.grad is not None
