@@ -200,11 +200,21 @@ if torch is not None:  # pragma: no cover - CI installs torch; a plain install m
             return grads
         return tuple(g if g is None else _Refused.apply(g, *anchors) for g in grads)
 
+    _CPU = torch.device("cpu")
+
     def _np(t):
-        return t.detach().to("cpu", torch.float32).contiguous().numpy()
+        """A float32 numpy view of a CPU float32 tensor (the common case: no torch call beyond
+        detach and numpy, each a few µs), else a converted copy. Strided views stay views:
+        the binding describes their memory as it is."""
+        if t.dtype is torch.float32 and t.device == _CPU:
+            return t.detach().numpy()
+        return t.detach().to("cpu", torch.float32).numpy()
 
     def _like(a, ref):
-        return torch.from_numpy(np.ascontiguousarray(a)).to(ref.device, ref.dtype)
+        out = torch.from_numpy(np.ascontiguousarray(a))
+        if ref.dtype is torch.float32 and ref.device == _CPU:
+            return out
+        return out.to(ref.device, ref.dtype)
 
     class PoolFunction(torch.autograd.Function):
         """O = nwattn.pool(q, k, v) with gradients for q, k, v and the score's parameter."""
