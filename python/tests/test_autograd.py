@@ -162,7 +162,7 @@ def test_bad_input_is_refused():
                              bandwidth=-1.0)
 
 
-def test_torch_pool_learns_a_bandwidth():  # torch is not installed on the CI machine
+def test_torch_pool_learns_a_bandwidth():
     torch = pytest.importorskip("torch")
     rng = np.random.default_rng(3)
     x = torch.tensor(rng.uniform(0, 5, (50, 1)), dtype=torch.float32)
