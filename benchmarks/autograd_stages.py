@@ -10,7 +10,7 @@ usage: NWATTN_LIBRARY=build/src/libnwattn.so.0 PYTHONPATH=python OPENBLAS_NUM_TH
 import statistics
 import time
 
-import numpy as np  # noqa: F401  (loads OpenBLAS before torch, as the binding does)
+import numpy  # noqa: F401  (loads OpenBLAS before torch, as the binding does)
 import torch
 
 import nwattn

@@ -43,7 +43,6 @@ def _best(fn, calls):
 
 
 def _cases(threads, quick):
-    import numpy as np
     import torch
 
     import nwattn
@@ -150,7 +149,8 @@ def measure(threads, rounds, quick=False):
         print(f"{name:26s} T={threads} {core:10s} " + "  ".join(
             f"{i} {v:9.3f} ms" for i, v in row["ms"].items()) +
             f"  torch/nwattn {row['torch / nwattn']:.2f}", flush=True)
-    return {"openblas": blas["blas"], "blas_core": core, "rows": rows, "load_average_after": os.getloadavg(),
+    return {"openblas": blas["blas"], "blas_core": core, "rows": rows,
+            "load_average_after": os.getloadavg(),
             "torch": torch.__version__, "numpy": np.__version__}
 
 
@@ -187,7 +187,8 @@ def main():
             run["OPENBLAS_CORETYPE"] = coretype
             runs.append(run)
     import nwattn
-    report = {"meta": {"cpu": machine.cpu_name(), "cores_online": os.cpu_count(), "nwattn": nwattn.version(),
+    report = {"meta": {"cpu": machine.cpu_name(), "cores_online": os.cpu_count(),
+                       "nwattn": nwattn.version(),
                        "python": platform.python_version(), "rounds": args.rounds,
                        "protocol": "interleaved rounds; median over rounds of each round's "
                                    "best call; ratio: median of per-round torch/nwattn"},

@@ -12,8 +12,9 @@ numpy (always available, also as ``nwattn.pool_backward`` and ``nwattn.nw_predic
 torch (``nwattn.autograd``, only where ``import torch`` works): :func:`pool`, a differentiable
 ``nwattn_pool`` whose scale or bandwidth may be a learnable tensor, :func:`attention`, the
 attention layer (d2l's and the seed's SelfAttention train with it unchanged), and
-:func:`nw_predict`, a differentiable Nadaraya-Watson prediction in its bandwidth. Tensors go through float32 numpy
-on the CPU; results come back in the input's dtype and device.
+:func:`nw_predict`, a differentiable Nadaraya-Watson prediction in its bandwidth. Tensors go
+through float32 numpy on the CPU (CPU float32 tensors as views); results come back in the
+input's dtype and device. Second derivatives through the library raise.
 """
 import ctypes
 
