@@ -63,18 +63,19 @@ PARAMS = [("dot", 0.7), ("cosine", 2.5), ("gaussian", 0.8), ("laplace", 1.3),
 
 
 @pytest.mark.parametrize("score, param", PARAMS)
-def test_pool_gradients_match_torch_for_every_score(score, param):
+def test_pool_gradients_match_torch_for_every_score(score, param, ctx):
+    """ctx: the AUTO, REFERENCE and BLAS backends (conftest), each against torch."""
     rng = np.random.default_rng(11)
     m, n, d, dv = 5, 7, 3, 4
     q, k, v = _leaves(rng, (2, m, d), (2, n, d), (2, n, dv))
     p = torch.tensor(rng.uniform(0.6, 1.5, d) if param == "vector" else param, dtype=F64,
                      requires_grad=True)
     up = torch.tensor(rng.uniform(-1, 1, (2, m, dv)), dtype=F64)
-    got = _grads(AG.pool(q, k, v, p, score=score), up, [q, k, v, p])
+    got = _grads(AG.pool(q, k, v, p, score=score, ctx=ctx), up, [q, k, v, p])
     want = _grads(_spelled_pool(q, k, v, score, p), up, [q, k, v, p])
     for g, w in zip(got, want):
         _close(g, w)
-    assert AG.pool(q, k, v, p, score=score).dtype == F64
+    assert AG.pool(q, k, v, p, score=score, ctx=ctx).dtype == F64
 
 
 def _keep_matrix(m, n, batch, valid_lens=None, causal=False, leave_one_out=False):
@@ -230,7 +231,7 @@ def _spelled_attention(x_q, x_k, x_v, w_q, w_k, w_v, w_o=None, b_q=None, b_k=Non
     return c if w_o is None else proj(c, w_o, b_o)
 
 
-def test_attention_gradients_match_torch_cross_attention_with_everything():
+def test_attention_gradients_match_torch_cross_attention_with_everything(ctx):
     rng = np.random.default_rng(21)
     x_q, x_k, x_v = _leaves(rng, (2, 5, 6), (2, 7, 4), (2, 7, 3))
     w_q, w_k, w_v, w_o = _leaves(rng, (8, 6), (8, 4), (4, 3), (5, 4))
@@ -239,7 +240,7 @@ def test_attention_gradients_match_torch_cross_attention_with_everything():
     kw = dict(w_q=w_q, w_k=w_k, w_v=w_v, w_o=w_o, b_q=b_q, b_k=b_k, b_v=b_v, b_o=b_o)
     leaves = [x_q, x_k, x_v, *kw.values(), scale]
     up = torch.tensor(rng.uniform(-1, 1, (2, 5, 5)), dtype=F64)
-    got = _grads(AG.attention(x_q, x_k, x_v, heads=2, scale=scale, **kw), up, leaves)
+    got = _grads(AG.attention(x_q, x_k, x_v, heads=2, scale=scale, ctx=ctx, **kw), up, leaves)
     want = _grads(_spelled_attention(x_q, x_k, x_v, heads=2, scale=scale, **kw), up, leaves)
     for name, g, w in zip(["x_q", "x_k", "x_v", *kw, "scale"], got, want):
         if name == "b_k":  # cancels in the softmax: 0 up to rounding on both sides
