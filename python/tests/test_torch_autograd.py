@@ -419,3 +419,28 @@ def test_nw_predict_refuses_data_that_require_grad():
         AG.nw_predict(x.detach()[:3], x, torch.sin(x.detach()), h)
     AG.nw_predict(x.detach()[:3], x.detach(), torch.sin(x.detach()), h).sum().backward()
     assert h.grad is not None
+
+
+def test_import_nwattn_does_not_import_torch():
+    """torch takes over a second to import: only nwattn.autograd pays for it."""
+    import os
+    import subprocess
+    import sys
+    code = ("import sys, nwattn; a = 'torch' in sys.modules; nwattn.autograd.pool; "
+            "print(a, 'torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env=dict(os.environ, PYTHONPATH=os.path.dirname(nwattn.__path__[0])),
+                         check=True).stdout.split()
+    assert out == ["False", "True"]
+
+
+def test_without_torch_nwattn_autograd_is_absent():
+    import os
+    import subprocess
+    import sys
+    code = ("import sys; sys.modules['torch'] = None; import nwattn; "
+            "print(hasattr(nwattn, 'autograd'), callable(nwattn.pool_backward))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env=dict(os.environ, PYTHONPATH=os.path.dirname(nwattn.__path__[0])),
+                         check=True).stdout.split()
+    assert out == ["False", "True"]
