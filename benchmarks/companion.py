@@ -24,6 +24,8 @@ import sys
 import tempfile
 import time
 
+import machine
+
 MASK64 = (1 << 64) - 1
 
 
@@ -303,7 +305,7 @@ def main():
 
 
 def python_versions():
-    out = {"python": sys.version.split()[0]}
+    out = {"python": sys.version.split()[0], "cpu": machine.cpu_name(), **machine.openblas()}
     for name in ("numpy", "torch", "statsmodels"):
         try:
             out[name] = __import__(name).__version__

@@ -28,6 +28,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # before numpy loads OpenBLA
 
 import numpy as np
 
+import machine
 import nwattn
 from nwattn import _core, _regression
 
@@ -238,13 +239,8 @@ def main():
                 a / b for a, b in zip(per["pure"], per["nwattn"]))
         rows.append(row)
 
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as f:
-            cpu = next(line.split(":", 1)[1].strip() for line in f if "model name" in line)
-    except (OSError, StopIteration):
-        pass
-    meta = {"cpu": cpu, "python": platform.python_version(), "numpy": np.__version__,
+    meta = {"cpu": machine.cpu_name(), **machine.openblas(),
+            "python": platform.python_version(), "numpy": np.__version__,
             "torch": torch.__version__ if torch else None, "nwattn": nwattn.version(),
             "compiled_path": _fastpath and _fastpath.path, "rounds": args.rounds,
             "openblas_threads": os.environ.get("OPENBLAS_NUM_THREADS"),

@@ -26,12 +26,19 @@ if _HAVE_SKLEARN:  # scikit-learn is optional
     from ._sklearn import NadarayaWatson
 from ._autograd import attention_backward, nw_predict_backward, pool_backward
 
-try:  # nwattn.autograd: torch.autograd.Functions, only where torch is importable
-    import torch as _torch  # noqa: F401
-except ImportError:
-    pass
-else:
-    from . import _autograd as autograd  # noqa: F401
+
+
+def __getattr__(name):
+    """nwattn.autograd (torch.autograd.Functions) imports torch on first access only."""
+    if name == "autograd":
+        try:
+            from . import _torch_layer
+        except ImportError as e:  # no torch: as if the attribute did not exist
+            raise AttributeError(f"nwattn.autograd needs torch ({e})") from None
+        globals()["autograd"] = _torch_layer
+        return _torch_layer
+    raise AttributeError(f"module 'nwattn' has no attribute {name!r}")
+
 
 MAX_THREADS = 256  # NWATTN_MAX_THREADS
 

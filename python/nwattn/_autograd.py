@@ -1,6 +1,4 @@
-"""Backward passes: the gradient functions of the C library for numpy, and (where torch is
-importable) ``torch.autograd.Function`` wrappers that train with the library's forward and
-backward.
+"""Backward passes: the gradient functions of the C library for numpy.
 
 numpy (always available, also as ``nwattn.pool_backward`` and ``nwattn.nw_predict_backward``):
 
@@ -9,11 +7,7 @@ numpy (always available, also as ``nwattn.pool_backward`` and ``nwattn.nw_predic
 - :func:`attention_backward` — ``nwattn_attention_backward``: the attention layer's gradients;
 - :func:`nw_predict_backward` — ``nwattn_nw_predict_backward``: dL/dh of a prediction.
 
-torch (``nwattn.autograd``, only where ``import torch`` works): :func:`pool`, a differentiable
-``nwattn_pool`` whose scale or bandwidth may be a learnable tensor, :func:`attention`, the
-attention layer (d2l's and the seed's SelfAttention train with it unchanged), and
-:func:`nw_predict`, a differentiable Nadaraya-Watson prediction in its bandwidth. Tensors go through float32 numpy
-on the CPU; results come back in the input's dtype and device.
+The torch layer over them is ``nwattn.autograd`` (``_torch_layer.py``), imported on first use.
 """
 import ctypes
 
@@ -150,7 +144,8 @@ def nw_predict_backward(xq, x, y, bandwidth, dyq, *, kernel="gaussian", degree="
                         empty="nearest", ctx=None):
     """``nwattn_nw_predict_backward``: dL/dh for a loss whose gradient with respect to the
     predictions of :func:`nwattn.nw_predict` (same arguments) is dyq, shaped like them.
-    Returns a float for a scalar bandwidth, else a (d,) array."""
+    Returns a float for a scalar bandwidth (the sum of the d per-feature shares, as one h
+    serves them all), else an array shaped like bandwidth."""
     ctx = resolve(ctx)
     xo, n, d, _ = _points(x, "x")
     qo, m, _, _ = _points(xq, "xq")
@@ -165,113 +160,6 @@ def nw_predict_backward(xq, x, y, bandwidth, dyq, *, kernel="gaussian", degree="
     check(C.nwattn_nw_predict_backward(h, ctypes.byref(model), bw.ctypes.data, m, n, d, dv,
                                        qo.ptr, qo.ld, xo.ptr, xo.ld, yo.ptr, yo.ld, go.ptr,
                                        go.ld, out.ctypes.data), h, "nwattn_nw_predict_backward")
-    return float(out[0]) if np.ndim(bandwidth) == 0 else out
-
-
-try:  # the torch layer; without torch the numpy functions above are the API
-    import torch
-except ImportError:  # pragma: no cover - depends on the environment
-    torch = None
-
-if torch is not None:  # pragma: no cover - torch is not installed on the CI machine
-
-    def _np(t):
-        return t.detach().to("cpu", torch.float32).contiguous().numpy()
-
-    def _like(a, ref):
-        return torch.from_numpy(np.ascontiguousarray(a)).to(ref.device, ref.dtype)
-
-    class PoolFunction(torch.autograd.Function):
-        """O = nwattn.pool(q, k, v) with gradients for q, k, v and the score's parameter."""
-
-        @staticmethod
-        def forward(fctx, q, k, v, param, score, mask_kw):
-            kw = _param_kw(score, param)
-            o, lse = __import__("nwattn").pool(_np(q), _np(k), _np(v), score=score, lse=True,
-                                               **kw, **mask_kw)
-            fctx.save_for_backward(q, k, v, param)
-            fctx.o, fctx.lse, fctx.score, fctx.mask_kw = o, lse, score, mask_kw
-            return _like(o, q)
-
-        @staticmethod
-        def backward(fctx, d_o):
-            q, k, v, param = fctx.saved_tensors
-            kw = _param_kw(fctx.score, param)
-            dq, dk, dv, dp = pool_backward(_np(q), _np(k), _np(v), fctx.o, fctx.lse, _np(d_o),
-                                           score=fctx.score, **kw, **fctx.mask_kw)
-            d_param = _like(np.asarray(dp, np.float32).reshape(param.shape), param)
-            return _like(dq, q), _like(dk, k), _like(dv, v), d_param, None, None
-
-    def _param_kw(score, param):
-        value = _np(param)
-        if score in ("dot", "cosine"):
-            return {"scale": float(value.reshape(()))}
-        if value.ndim == 0:
-            return {"bandwidth": float(value)}
-        return {"bandwidths": value.reshape(-1)}
-
-    def pool(q, k, v, param, *, score="dot", **mask_kw):
-        """Differentiable nwattn.pool. param: a tensor holding the scale (dot, cosine), the
-        bandwidth (a 0-d tensor) or the per-dimension bandwidths ((d,) tensor); give it
-        requires_grad=True to learn it (a learnable temperature, or d2l's w as h = 1/|w|)."""
-        return PoolFunction.apply(q, k, v, param, score, mask_kw)
-
-    class NWPredictFunction(torch.autograd.Function):
-        """yq = nwattn.nw_predict(xq, x, y, h) with the gradient for h (the data are constants)."""
-
-        @staticmethod
-        def forward(fctx, xq, x, y, h, kwargs):
-            yq = __import__("nwattn").nw_predict(_np(xq), _np(x), _np(y), _np(h), **kwargs)
-            fctx.save_for_backward(xq, x, y, h)
-            fctx.kwargs = kwargs
-            return _like(yq, h)
-
-        @staticmethod
-        def backward(fctx, dyq):
-            xq, x, y, h = fctx.saved_tensors
-            dh = nw_predict_backward(_np(xq), _np(x), _np(y), _np(h), _np(dyq), **fctx.kwargs)
-            return None, None, None, _like(np.asarray(dh, np.float32).reshape(h.shape), h), None
-
-    _LAYER = ("w_q", "w_k", "w_v", "w_o", "b_q", "b_k", "b_v", "b_o")
-
-    class AttentionFunction(torch.autograd.Function):
-        """Y = nwattn.attention(...) with gradients for the inputs, weights, biases and the
-        score's scale (a learnable temperature) when it is given as a tensor."""
-
-        @staticmethod
-        def forward(fctx, x_q, x_k, x_v, w_q, w_k, w_v, w_o, b_q, b_k, b_v, b_o, scale, opts):
-            tensors = (w_q, w_k, w_v, w_o, b_q, b_k, b_v, b_o)
-            kw = {n: (None if t is None else _np(t)) for n, t in zip(_LAYER, tensors)}
-            if scale is not None:
-                kw["scale"] = float(_np(scale).reshape(()))
-            y = __import__("nwattn").attention(_np(x_q), _np(x_k), _np(x_v), **kw, **opts)
-            fctx.save_for_backward(x_q, x_k, x_v, *tensors, scale)
-            fctx.opts = opts
-            return _like(y, x_q)
-
-        @staticmethod
-        def backward(fctx, dy):
-            x_q, x_k, x_v, *tensors, scale = fctx.saved_tensors
-            kw = {n: (None if t is None else _np(t)) for n, t in zip(_LAYER, tensors)}
-            if scale is not None:
-                kw["scale"] = float(_np(scale).reshape(()))
-            g = attention_backward(_np(x_q), _np(x_k), _np(x_v), _np(dy), **kw, **fctx.opts)
-            grads = [_like(g["dx_q"], x_q), _like(g["dx_k"], x_k), _like(g["dx_v"], x_v)]
-            for n, t in zip(_LAYER, tensors):
-                grads.append(None if t is None else _like(g["d" + n].reshape(t.shape), t))
-            grads.append(None if scale is None else
-                         _like(np.asarray(g["d_score"], np.float32).reshape(scale.shape), scale))
-            return (*grads, None)
-
-    def attention(x_q, x_k=None, x_v=None, *, w_q, w_k, w_v, w_o=None, b_q=None, b_k=None,
-                  b_v=None, b_o=None, scale=None, **opts):
-        """Differentiable nwattn.attention (heads, score and mask keywords in opts); scale: a
-        tensor for a learnable temperature of the scaled dot product (default 1/sqrt(d_k))."""
-        x_k = x_q if x_k is None else x_k
-        x_v = x_k if x_v is None else x_v
-        return AttentionFunction.apply(x_q, x_k, x_v, w_q, w_k, w_v, w_o, b_q, b_k, b_v, b_o,
-                                       scale, opts)
-
-    def nw_predict(xq, x, y, bandwidth, **kwargs):
-        """Differentiable nwattn.nw_predict in its bandwidth tensor."""
-        return NWPredictFunction.apply(xq, x, y, bandwidth, kwargs)
+    if np.size(bandwidth) == 1:  # one h shared by the d features: dL/dh sums their shares
+        return float(out.sum()) if np.ndim(bandwidth) == 0 else out.sum(keepdims=True)
+    return out

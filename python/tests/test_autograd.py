@@ -103,6 +103,20 @@ def test_nw_predict_backward_against_finite_differences():
         assert abs(got - want) <= 2e-3 * max(abs(want), 1e-2)
 
 
+def test_nw_predict_backward_one_bandwidth_for_several_dimensions_sums_them():
+    """One h for d = 2 features is h_1 = h_2 = h: dL/dh = dL/dh_1 + dL/dh_2, for a scalar and
+    for a one-element array (returned with its shape)."""
+    rng = np.random.default_rng(6)
+    x, xq = rng.uniform(0, 2, (30, 2)), rng.uniform(0, 2, (9, 2))
+    y, dyq = rng.uniform(-1, 1, 30), rng.uniform(-1, 1, 9)
+    per_dim = nwattn.nw_predict_backward(xq, x, y, [0.4, 0.4], dyq)
+    one = nwattn.nw_predict_backward(xq, x, y, 0.4, dyq)
+    assert isinstance(one, float) and abs(per_dim[1]) > 1e-3
+    assert one == pytest.approx(float(per_dim.sum()), rel=1e-5)
+    arr = nwattn.nw_predict_backward(xq, x, y, np.array([0.4]), dyq)
+    assert arr.shape == (1,) and arr[0] == pytest.approx(one, rel=1e-6)
+
+
 def _layer(x, w_q, w_k, w_v, w_o, b_q, b_o, heads, causal):
     """Multi-head attention in float64: projections, softmax per head, output projection."""
     q, k, v = x @ w_q.T + b_q, x @ w_k.T, x @ w_v.T
@@ -148,7 +162,7 @@ def test_bad_input_is_refused():
                              bandwidth=-1.0)
 
 
-def test_torch_pool_learns_a_bandwidth():  # torch is not installed on the CI machine
+def test_torch_pool_learns_a_bandwidth():
     torch = pytest.importorskip("torch")
     rng = np.random.default_rng(3)
     x = torch.tensor(rng.uniform(0, 5, (50, 1)), dtype=torch.float32)

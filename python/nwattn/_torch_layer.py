@@ -1,0 +1,162 @@
+"""``nwattn.autograd``: ``torch.autograd.Function`` wrappers that train with the library's forward
+and backward (the numpy gradient functions of ``_autograd.py``). Imported on first access of
+``nwattn.autograd``, so that ``import nwattn`` does not pay for ``import torch`` (over a
+second); without torch, ``nwattn.autograd`` is an AttributeError.
+
+:func:`pool`, a differentiable ``nwattn_pool`` whose scale or bandwidth may be a learnable
+tensor, :func:`attention`, the attention layer (d2l's and the seed's SelfAttention train with
+it unchanged), and :func:`nw_predict`, a differentiable Nadaraya-Watson prediction in its
+bandwidth. Tensors go through float32 numpy on the CPU (CPU float32 tensors as views); results
+come back in the input's dtype and device. Second derivatives through the library raise.
+"""
+import numpy as np
+import torch
+
+from ._autograd import attention_backward, nw_predict_backward, pool_backward
+
+
+class _Refused(torch.autograd.Function):
+    """A first gradient's stand-in under create_graph=True: the backward is the C library's,
+    not a torch graph, so differentiating it again raises instead of quietly treating the
+    gradient as a constant (torch's once_differentiable only does so when the upstream
+    gradient itself requires grad)."""
+
+    @staticmethod
+    def forward(fctx, grad, *anchors):
+        return grad.clone()
+
+    @staticmethod
+    def backward(fctx, *_):
+        raise RuntimeError("nwattn.autograd: the library's backward cannot be "
+                           "differentiated twice (a second derivative through it)")
+
+def _first_order(grads, inputs):
+    """grads as they are, or (create_graph=True) tied to the inputs through _Refused."""
+    anchors = [t for t in inputs if torch.is_tensor(t) and t.requires_grad]
+    if not (torch.is_grad_enabled() and anchors):
+        return grads
+    return tuple(g if g is None else _Refused.apply(g, *anchors) for g in grads)
+
+_CPU = torch.device("cpu")
+
+def _np(t):
+    """A float32 numpy view of a CPU float32 tensor (the common case: no torch call beyond
+    detach and numpy, each a few µs), else a converted copy. Strided views stay views:
+    the binding describes their memory as it is."""
+    if t.dtype is torch.float32 and t.device == _CPU:
+        return t.detach().numpy()
+    return t.detach().to("cpu", torch.float32).numpy()
+
+def _like(a, ref):
+    out = torch.from_numpy(np.ascontiguousarray(a))
+    if ref.dtype is torch.float32 and ref.device == _CPU:
+        return out
+    return out.to(ref.device, ref.dtype)
+
+class PoolFunction(torch.autograd.Function):
+    """O = nwattn.pool(q, k, v) with gradients for q, k, v and the score's parameter."""
+
+    @staticmethod
+    def forward(fctx, q, k, v, param, score, mask_kw):
+        kw = _param_kw(score, param)
+        o, lse = __import__("nwattn").pool(_np(q), _np(k), _np(v), score=score, lse=True,
+                                           **kw, **mask_kw)
+        fctx.save_for_backward(q, k, v, param)
+        fctx.o, fctx.lse, fctx.score, fctx.mask_kw = o, lse, score, mask_kw
+        return _like(o, q)
+
+    @staticmethod
+    def backward(fctx, d_o):
+        q, k, v, param = fctx.saved_tensors
+        kw = _param_kw(fctx.score, param)
+        dq, dk, dv, dp = pool_backward(_np(q), _np(k), _np(v), fctx.o, fctx.lse, _np(d_o),
+                                       score=fctx.score, **kw, **fctx.mask_kw)
+        d_param = None if param is None else \
+            _like(np.asarray(dp, np.float32).reshape(param.shape), param)
+        return _first_order((_like(dq, q), _like(dk, k), _like(dv, v), d_param),
+                            (q, k, v, param)) + (None, None)
+
+def _param_kw(score, param):
+    if param is None:  # the library's default scale or bandwidth
+        return {}
+    value = _np(param)
+    if score in ("dot", "cosine"):
+        return {"scale": float(value.reshape(()))}
+    if value.ndim == 0:
+        return {"bandwidth": float(value)}
+    return {"bandwidths": value.reshape(-1)}
+
+def pool(q, k, v, param=None, *, score="dot", **mask_kw):
+    """Differentiable nwattn.pool. param: a tensor holding the scale (dot, cosine), the
+    bandwidth (a 0-d tensor) or the per-dimension bandwidths ((d,) tensor); give it
+    requires_grad=True to learn it (a learnable temperature, or d2l's w as h = 1/|w|).
+    A plain number is a constant; None the library's default (1/sqrt(d), 1, 1)."""
+    if param is not None and not torch.is_tensor(param):
+        param = torch.tensor(param, dtype=torch.float64)
+    return PoolFunction.apply(q, k, v, param, score, mask_kw)
+
+class NWPredictFunction(torch.autograd.Function):
+    """yq = nwattn.nw_predict(xq, x, y, h) with the gradient for h (the data are constants)."""
+
+    @staticmethod
+    def forward(fctx, xq, x, y, h, kwargs):
+        yq = __import__("nwattn").nw_predict(_np(xq), _np(x), _np(y), _np(h), **kwargs)
+        fctx.save_for_backward(xq, x, y, h)
+        fctx.kwargs = kwargs
+        return _like(yq, h)
+
+    @staticmethod
+    def backward(fctx, dyq):
+        xq, x, y, h = fctx.saved_tensors
+        dh = nw_predict_backward(_np(xq), _np(x), _np(y), _np(h), _np(dyq), **fctx.kwargs)
+        d_h = _like(np.asarray(dh, np.float32).reshape(h.shape), h)
+        return (None, None, None) + _first_order((d_h,), (h,)) + (None,)
+
+_LAYER = ("w_q", "w_k", "w_v", "w_o", "b_q", "b_k", "b_v", "b_o")
+
+class AttentionFunction(torch.autograd.Function):
+    """Y = nwattn.attention(...) with gradients for the inputs, weights, biases and the
+    score's scale (a learnable temperature) when it is given as a tensor."""
+
+    @staticmethod
+    def forward(fctx, x_q, x_k, x_v, w_q, w_k, w_v, w_o, b_q, b_k, b_v, b_o, scale, opts):
+        tensors = (w_q, w_k, w_v, w_o, b_q, b_k, b_v, b_o)
+        kw = {n: (None if t is None else _np(t)) for n, t in zip(_LAYER, tensors)}
+        if scale is not None:
+            kw["scale"] = float(_np(scale).reshape(()))
+        y = __import__("nwattn").attention(_np(x_q), _np(x_k), _np(x_v), **kw, **opts)
+        fctx.save_for_backward(x_q, x_k, x_v, *tensors, scale)
+        fctx.opts = opts
+        return _like(y, x_q)
+
+    @staticmethod
+    def backward(fctx, dy):
+        x_q, x_k, x_v, *tensors, scale = fctx.saved_tensors
+        kw = {n: (None if t is None else _np(t)) for n, t in zip(_LAYER, tensors)}
+        if scale is not None:
+            kw["scale"] = float(_np(scale).reshape(()))
+        g = attention_backward(_np(x_q), _np(x_k), _np(x_v), _np(dy), **kw, **fctx.opts)
+        grads = [_like(g["dx_q"], x_q), _like(g["dx_k"], x_k), _like(g["dx_v"], x_v)]
+        for n, t in zip(_LAYER, tensors):
+            grads.append(None if t is None else _like(g["d" + n].reshape(t.shape), t))
+        grads.append(None if scale is None else
+                     _like(np.asarray(g["d_score"], np.float32).reshape(scale.shape), scale))
+        return _first_order(tuple(grads), (x_q, x_k, x_v, *tensors, scale)) + (None,)
+
+def attention(x_q, x_k=None, x_v=None, *, w_q, w_k, w_v, w_o=None, b_q=None, b_k=None,
+              b_v=None, b_o=None, scale=None, **opts):
+    """Differentiable nwattn.attention (heads, score and mask keywords in opts); scale: a
+    tensor for a learnable temperature of the scaled dot product (default 1/sqrt(d_k))."""
+    x_k = x_q if x_k is None else x_k
+    x_v = x_k if x_v is None else x_v
+    return AttentionFunction.apply(x_q, x_k, x_v, w_q, w_k, w_v, w_o, b_q, b_k, b_v, b_o,
+                                   scale, opts)
+
+def nw_predict(xq, x, y, bandwidth, **kwargs):
+    """Differentiable nwattn.nw_predict in its bandwidth tensor (only: xq, x and y are
+    data, and data that require grad are refused rather than given no gradient)."""
+    for t, name in ((xq, "xq"), (x, "x"), (y, "y")):
+        if torch.is_tensor(t) and t.requires_grad and torch.is_grad_enabled():
+            raise ValueError(f"nwattn.autograd.nw_predict: {name} requires grad, but the "
+                             "gradient flows to the bandwidth only; detach it")
+    return NWPredictFunction.apply(xq, x, y, bandwidth, kwargs)
