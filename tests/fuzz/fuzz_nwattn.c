@@ -152,6 +152,9 @@ static void fuzz_context(at_src *src) {
     st.budget = -1;
     check(nwattn_context_get_backend(c) == NWATTN_BACKEND_AUTO, "new context not on AUTO");
     check(nwattn_context_get_threads(c) == 1, "new context without one thread");
+    check(nwattn_context_get_nw_method(c) == NWATTN_NW_METHOD_AUTO &&
+              nwattn_context_get_nw_tolerance(c) == NWATTN_NW_TOLERANCE_DEFAULT,
+          "new context not on the default regression method and tolerance");
     for (int step = 0; step < 4; step++) {
         const nwattn_backend before_b = nwattn_context_get_backend(c);
         const size_t before_t = nwattn_context_get_threads(c);
@@ -171,6 +174,24 @@ static void fuzz_context(at_src *src) {
         else
             check((t == 0 || t > NWATTN_MAX_THREADS) && nwattn_context_get_threads(c) == before_t,
                   "valid thread count refused, or a refused one changed the context");
+        const nwattn_nw_method before_m = nwattn_context_get_nw_method(c);
+        const nwattn_nw_method m = at_src_chance(src, 70) ? (nwattn_nw_method)(raw % 3)
+                                                           : (nwattn_nw_method)raw;
+        if (nwattn_context_set_nw_method(c, m) == NWATTN_OK)
+            check((int)m >= 0 && (int)m <= 2 && nwattn_context_get_nw_method(c) == m,
+                  "regression method not what was set");
+        else
+            check(nwattn_context_get_nw_method(c) == before_m,
+                  "refused regression method changed the context");
+        const double before_e = nwattn_context_get_nw_tolerance(c);
+        const double e = at_src_chance(src, 70) ? pow(10.0, -(double)at_src_below(src, 18))
+                                                : (double)at_src_uniform(src, -1.0f, 1.0f);
+        if (nwattn_context_set_nw_tolerance(c, e) == NWATTN_OK)
+            check(e >= 1e-15 && e <= 1e-2 && nwattn_context_get_nw_tolerance(c) == e,
+                  "tolerance refused within [1e-15, 1e-2] or not what was set");
+        else
+            check(!(e >= 1e-15 && e <= 1e-2) && nwattn_context_get_nw_tolerance(c) == before_e,
+                  "valid tolerance refused, or a refused one changed the context");
         if (at_src_chance(src, 30)) {
             nwattn_context_release_workspace(c);
             check(nwattn_context_workspace_bytes(c) == 0, "workspace held after release");

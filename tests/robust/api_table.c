@@ -494,9 +494,9 @@ static nwattn_regression regression_of(const at_case *c, int first_param) {
 #define F64(c, i) ((double *)(c)->buf[i].data)
 #define SZ(c, i) ((size_t *)(c)->buf[i].data)
 #define REGRESSION_PARAMS                                                                       \
-    {{"model.kernel", AT_PARAM_ENUM, 0, 7},                                                     \
-     {"model.degree", AT_PARAM_ENUM, 0, 2},                                                     \
-     {"model.empty", AT_PARAM_ENUM, 0, 3}}
+    {{"model.kernel", AT_PARAM_ENUM, 0, 7, 0},                                                  \
+     {"model.degree", AT_PARAM_ENUM, 0, 2, 0},                                                  \
+     {"model.empty", AT_PARAM_ENUM, 0, 3, 0}}
 
 /* ---- nwattn_nw_predict ---------------------------------------------------------------------- */
 enum { NP_M, NP_N, NP_D, NP_DV };
@@ -1339,7 +1339,7 @@ const at_fn at_functions[] = {
         .mask_m_dim = WE_M,
         .mask_n_dim = WE_N,
         .n_params = 1,
-        .params = {{"w", AT_PARAM_FINITE, 0.75, 0}},
+        .params = {{"w", AT_PARAM_FINITE, 0.75, 0, 0}},
         NOT_IN_PLACE,
         .invoke = invoke_wmodel_evaluate,
         .agree = agree_wmodel,
@@ -1365,7 +1365,7 @@ const at_fn at_functions[] = {
         .structs = {"sgd"},
         .n_params = 1,
         /* small enough that moderate data never diverges in a few epochs */
-        .params = {{"sgd.learning_rate", AT_PARAM_POSITIVE_FINITE, 1e-3, 0}},
+        .params = {{"sgd.learning_rate", AT_PARAM_POSITIVE_FINITE, 1e-3, 0, 0}},
         NOT_IN_PLACE,
         .invoke = invoke_wmodel_train,
         .finite_data = 1,
@@ -1411,10 +1411,10 @@ const at_fn at_functions[] = {
         .n_structs = 1,
         .structs = {"model"},
         .n_params = 4,
-        .params = {{"model.kernel", AT_PARAM_ENUM, 0, 7},
-                   {"model.degree", AT_PARAM_ENUM, 0, 2},
-                   {"model.empty", AT_PARAM_ENUM, 0, 3},
-                   {"options.tolerance", AT_PARAM_FINITE, 1e-2, 0}},
+        .params = {{"model.kernel", AT_PARAM_ENUM, 0, 7, 0},
+                   {"model.degree", AT_PARAM_ENUM, 0, 2, 0},
+                   {"model.empty", AT_PARAM_ENUM, 0, 3, 0},
+                   {"options.tolerance", AT_PARAM_FINITE, 1e-2, 0, 0}},
         NOT_IN_PLACE,
         .invoke = invoke_nw_select,
         .finite_data = 1,
@@ -1432,7 +1432,7 @@ const at_fn at_functions[] = {
         NO_SCORE,
         NO_MASK,
         .n_params = 1,
-        .params = {{"rule", AT_PARAM_ENUM, 0, 3}},
+        .params = {{"rule", AT_PARAM_ENUM, 0, 3, 0}},
         NOT_IN_PLACE,
         .invoke = invoke_rule_of_thumb,
         .finite_data = 1,
@@ -1451,7 +1451,7 @@ const at_fn at_functions[] = {
         NO_SCORE,
         NO_MASK,
         .n_params = 1,
-        .params = {{"dataset", AT_PARAM_ENUM, 0, 2}},
+        .params = {{"dataset", AT_PARAM_ENUM, 0, 2, 0}},
         NOT_IN_PLACE,
         .invoke = invoke_dataset_generate,
         .agree = agree_identical,
@@ -1469,7 +1469,7 @@ const at_fn at_functions[] = {
         NO_SCORE,
         NO_MASK,
         .n_params = 1,
-        .params = {{"dataset", AT_PARAM_ENUM, 0, 2}},
+        .params = {{"dataset", AT_PARAM_ENUM, 0, 2, 0}},
         NOT_IN_PLACE,
         .invoke = invoke_dataset_truth,
         .finite_data = 1,
@@ -1527,10 +1527,10 @@ const at_fn at_functions[] = {
         .n_structs = 1,
         .structs = {"model"},
         .n_params = 4,
-        .params = {{"model.kernel", AT_PARAM_ENUM, 0, 7},
-                   {"model.degree", AT_PARAM_ENUM, 0, 2},
-                   {"model.empty", AT_PARAM_ENUM, 0, 3},
-                   {"variance", AT_PARAM_ENUM, 0, 2}},
+        .params = {{"model.kernel", AT_PARAM_ENUM, 0, 7, 0},
+                   {"model.degree", AT_PARAM_ENUM, 0, 2, 0},
+                   {"model.empty", AT_PARAM_ENUM, 0, 3, 0},
+                   {"variance", AT_PARAM_ENUM, 0, 2, 0}},
         NOT_IN_PLACE,
         .invoke = invoke_nw_inference,
         .finite_data = 1,
@@ -1560,9 +1560,9 @@ const at_fn at_functions[] = {
         .n_structs = 1,
         .structs = {"model"},
         .n_params = 4,
-        .params = {{"model.kernel", AT_PARAM_ENUM, 0, 7},
-                   {"model.degree", AT_PARAM_ENUM, 0, 2},
-                   {"model.empty", AT_PARAM_ENUM, 0, 3},
+        .params = {{"model.kernel", AT_PARAM_ENUM, 0, 7, 0},
+                   {"model.degree", AT_PARAM_ENUM, 0, 2, 0},
+                   {"model.empty", AT_PARAM_ENUM, 0, 3, 0},
                    {"level", AT_PARAM_FINITE, 0.9, 0, 1}},
         NOT_IN_PLACE,
         .invoke = invoke_nw_bootstrap,
