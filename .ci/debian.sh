@@ -5,13 +5,14 @@
 #      builds with `dpkg-buildpackage -us -uc -b`; DEB_BUILD_OPTIONS=nocheck by default, since
 #      CI has run the test suite already (NWATTN_DEB_CHECK=1 runs it inside the build too).
 #      dpkg-gensymbols -c4 fails the build when the exports differ from
-#      debian/libnwattn0.symbols;
+#      debian/libnwattn0.symbols or debian/libnwattn-mpi0.symbols;
 #   2. lintian on the .changes: any error or warning fails (overrides in debian/*.lintian-overrides);
 #   3. the .debs are installed on this machine with apt, and debian/tests (the autopkgtest
 #      scripts: C consumer through pkg-config, C++ consumer through find_package, the Python
-#      binding and its tests) run against /usr;
+#      binding and its tests, the MPI consumer through pkg-config on 2 ranks) run against /usr;
 #   4. the packages are purged again, so that later runs see no libnwattn in /usr.
-# Packages: debhelper dh-python dpkg-dev lintian (.ci/run installs them).
+# Packages: debhelper dh-python dpkg-dev lintian mpi-default-dev mpi-default-bin (.ci/run
+# installs them).
 #
 # usage: bash .ci/debian.sh     (as root, or with sudo)
 set -euo pipefail
@@ -24,7 +25,8 @@ installed=0
 cleanup() {
     if (( installed )); then
         "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get purge -y -q \
-            libnwattn0 libnwattn-dev python3-nwattn >/dev/null || true
+            libnwattn0 libnwattn-dev libnwattn-mpi0 libnwattn-mpi-dev python3-nwattn \
+            >/dev/null || true
     fi
     rm -rf "$work"
 }
@@ -46,7 +48,7 @@ t0=$SECONDS
     tail -60 "$work/build.log"
     if grep -q 'dpkg-gensymbols' "$work/build.log"; then
         echo
-        echo "debian: the library's exports differ from debian/libnwattn0.symbols (diff above)."
+        echo "debian: a library's exports differ from its debian/*.symbols file (diff above)."
         echo "        If the change is intended (a new public function), regenerate and commit it:"
         echo "            bash debian/update-symbols.sh"
         echo "        (docs/releasing.md, 'Symbols'); a removed or renamed symbol needs a SONAME bump."
@@ -62,12 +64,13 @@ lintian --fail-on error,warning --display-info --info "$changes"
 
 echo "=== install the packages"
 "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
-    "$work"/libnwattn0_*.deb "$work"/libnwattn-dev_*.deb "$work"/python3-nwattn_*.deb
+    "$work"/libnwattn0_*.deb "$work"/libnwattn-dev_*.deb "$work"/libnwattn-mpi0_*.deb \
+    "$work"/libnwattn-mpi-dev_*.deb "$work"/python3-nwattn_*.deb
 installed=1
-dpkg -L libnwattn0 libnwattn-dev python3-nwattn | grep -E '\.so|\.h$|\.pc$|Config\.cmake$|__init__'
+dpkg -L libnwattn0 libnwattn-dev libnwattn-mpi0 libnwattn-mpi-dev python3-nwattn | grep -E '\.so|\.h$|\.pc$|(Config|Targets)\.cmake$|__init__'
 
 echo "=== debian/tests against /usr"
-for t in c-consumer cxx-consumer python-binding; do
+for t in c-consumer cxx-consumer python-binding mpi-consumer; do
     echo "--- $t"
     tmp="$work/test-$t"
     mkdir -p "$tmp"
