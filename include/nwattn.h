@@ -847,8 +847,8 @@ NWATTN_API nwattn_status nwattn_nw_select_bandwidth(nwattn_context *ctx,
  *       White 1985, the small-sample choice of Long & Ervin 2000; the raw r_j where
  *       L_jj / w_j >= 1). It is slightly conservative under
  *       homoscedasticity, to offset the z quantile's optimism with a variance estimated from
- *       the few residuals near q (about n·h·2.5 for the Gaussian kernel; still ~1-2 points
- *       below nominal there, docs/regression.md).
+ *       the few residuals near q (about n·h·2.5 for the Gaussian kernel); the bands still
+ *       cover up to ~2 points below nominal there (docs/regression.md).
  *   These are the variances of yhat around its mean E yhat(q), which differs from the true
  *   regression function by the smoothing bias: bands yhat ± z · se cover E yhat, and the truth
  *   where the bias is small against se (undersmoothing; docs/regression.md has the coverage
