@@ -841,9 +841,14 @@ NWATTN_API nwattn_status nwattn_nw_select_bandwidth(nwattn_context *ctx,
  *       sigma2 = sum_j w_j r_j^2 / (sum_j w_j - 2 tr L + sum_ij w_i l_ij^2 / w_j)
  *       (with unit weights RSS / (n - 2 tr L + tr L'L): Wasserman, All of Nonparametric
  *       Statistics, 5.86);
- *     NWATTN_VARIANCE_HETEROSCEDASTIC: Var = sum_j (l_j^2 / w_j) r_j^2 / (1 - 2 L_jj / w_j +
- *       sum_k l_jk^2 / w_k)  (each r_j^2 corrected to be unbiased for its variance under
- *       homoscedasticity; HC2-like).
+ *     NWATTN_VARIANCE_HETEROSCEDASTIC: Var = sum_j (l_j^2 / w_j) e_j^2,
+ *       e_j = r_j / (1 - L_jj / w_j)  (HC3: the jackknife residual, with unit weights the
+ *       leave-one-out residual y_j - yhat_-j(x_j) of a local polynomial fit; MacKinnon &
+ *       White 1985, the small-sample choice of Long & Ervin 2000; the raw r_j where
+ *       L_jj / w_j >= 1). It is slightly conservative under
+ *       homoscedasticity, to offset the z quantile's optimism with a variance estimated from
+ *       the few residuals near q (about n·h·2.5 for the Gaussian kernel); the bands still
+ *       cover up to ~2 points below nominal there (docs/regression.md).
  *   These are the variances of yhat around its mean E yhat(q), which differs from the true
  *   regression function by the smoothing bias: bands yhat ± z · se cover E yhat, and the truth
  *   where the bias is small against se (undersmoothing; docs/regression.md has the coverage
@@ -897,8 +902,10 @@ NWATTN_API nwattn_status nwattn_nw_inference(nwattn_context *ctx, const nwattn_r
 
 /* Wild bootstrap bands of the fit at m queries, at bandwidths h: `replicates` (>= 2) draws
  * y*_j = yhat(x_j) + e_j v_j with Rademacher v_j (+-1, from nwattn_rng seeded with seed) and
- * e_j the residuals corrected as for NWATTN_VARIANCE_HETEROSCEDASTIC; each refit at the same h
- * is yhat*(q) = yhat(q) + sum_j l_j(q) e_j v_j (the smoother is linear: no refits).
+ * e_j = r_j / (1 - L_jj / w_j) the HC3 residuals of NWATTN_VARIANCE_HETEROSCEDASTIC (the
+ * rescaled residuals of the wild-bootstrap literature: Davidson & Flachaire 2008); each
+ * refit at the same h is yhat*(q) = yhat(q) + sum_j l_j(q) e_j v_j (the smoother is linear:
+ * no refits).
  *   pointwise (lower, upper): yhat(q) + the (1 -+ level)/2 quantiles of yhat* - yhat;
  *   simultaneous (sim_lower, sim_upper): yhat(q) ± c · sd*(q), sd* the bootstrap standard
  *     deviation and c the level quantile of max_i |yhat*(q_i) - yhat(q_i)| / sd*(q_i)

@@ -137,7 +137,7 @@ static void test_fit_matches_oracle(void **state) {
 
 /* At a bandwidth far beyond the data the uniform kernel gives every point weight 1: the local
  * constant fit is the mean (se = s / sqrt n), local linear is ordinary least squares with its
- * textbook standard errors (and HC2 for the heteroscedastic variance). */
+ * textbook standard errors (and HC3 for the heteroscedastic variance). */
 static void test_infinite_bandwidth_closed_forms(void **state) {
     (void)state;
     nwattn_context *ctx = nt_context(NWATTN_BACKEND_REFERENCE);
@@ -199,20 +199,20 @@ static void test_infinite_bandwidth_closed_forms(void **state) {
     nt_close("ols: se", 0, se, sqrt(s2 * (1.0 / nd + (double)((q - mx) * (q - mx) / sxx))), 1e-12,
              1e-6);
     nt_close("ols: slope se", 0, dse, sqrt(s2 / (double)sxx), 1e-12, 1e-6);
-    /* HC2: sum_j l_j^2 r_j^2 / (1 - h_jj), h_jj = 1/n + (x_j - mx)^2 / sxx */
-    long double hc2 = 0, hc2_slope = 0;
+    /* HC3: sum_j l_j^2 r_j^2 / (1 - h_jj)^2, h_jj = 1/n + (x_j - mx)^2 / sxx */
+    long double hc3 = 0, hc3_slope = 0;
     for (size_t j = 0; j < n; j++) {
         const long double lev = 1.0L / n + (x[j] - mx) * (x[j] - mx) / sxx;
         const long double l = 1.0L / n + (q - mx) * (x[j] - mx) / sxx, ls = (x[j] - mx) / sxx;
         const long double r = y[j] - alpha - beta * x[j];
-        hc2 += l * l * r * r / (1 - lev);
-        hc2_slope += ls * ls * r * r / (1 - lev);
+        hc3 += l * l * r * r / ((1 - lev) * (1 - lev));
+        hc3_slope += ls * ls * r * r / ((1 - lev) * (1 - lev));
     }
     NT_ASSERT_OK(ctx, nwattn_nw_inference(ctx, &ll, &h, n, 1, x, 1, y, NULL,
                                           NWATTN_VARIANCE_HETEROSCEDASTIC, 1, &q, 1, &fit, &se,
                                           &deriv, 1, &dse, 1, NULL));
-    nt_close("ols: HC2 se", 0, se, sqrt((double)hc2), 1e-12, 1e-6);
-    nt_close("ols: HC2 slope se", 0, dse, sqrt((double)hc2_slope), 1e-12, 1e-6);
+    nt_close("ols: HC3 se", 0, se, sqrt((double)hc3), 1e-12, 1e-6);
+    nt_close("ols: HC3 slope se", 0, dse, sqrt((double)hc3_slope), 1e-12, 1e-6);
     nwattn_context_destroy(ctx);
 }
 

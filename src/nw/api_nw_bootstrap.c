@@ -95,7 +95,7 @@ nwattn_status nwattn_nw_bootstrap_bands(nwattn_context *ctx, const nwattn_regres
     double *v = pass.resid2 + n, *a = v + n, *fit = a + mn, *delta = fit + m, *sd = delta + bm,
            *tmax = sd + m, *column = tmax + replicates;
     nw_training_run(&sm, &pass, ell, 0);
-    /* e_j: the corrected residual with the raw residual's sign */
+    /* e_j: the HC3 residual r_j / (1 - L_jj), sign included */
     for (size_t j = 0; j < n; j++) {
         const double r = (double)y[j] - pass.fitted[j];
         v[j] = r < 0.0 ? -sqrt(pass.resid2[j]) : sqrt(pass.resid2[j]);

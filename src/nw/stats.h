@@ -52,7 +52,7 @@ typedef struct nw_training_pass {
     nwattn_fit_summary summary;
     double *fitted;   /* n */
     double *leverage; /* n: l_ii / w_i (0 for weight 0) */
-    double *resid2;   /* n: r_i^2 corrected to be unbiased (the heteroscedastic variances) */
+    double *resid2;   /* n: (r_i / (1 - L_ii))^2, HC3 (the heteroscedastic variances) */
 } nw_training_pass;
 
 /* Fills the pass, with ell (n doubles) as scratch; with_cv also the leave-one-out CV (twice

@@ -87,8 +87,10 @@ void nw_training_run(nw_smoother *sm, nw_training_pass *pass, double *ell, int w
         pass->fitted[i] = fit;
         pass->leverage[i] = w > 0.0 ? ell[i] / w : 0.0;
         const double r = (double)sm->y[i] - fit;
-        const double den = 1.0 - 2.0 * pass->leverage[i] + sq;
-        pass->resid2[i] = den > 0.0 ? r * r / den : r * r;
+        /* HC3: the jackknife residual r / (1 - L_ii) (the leave-one-out residual of a local
+         * polynomial fit); the raw residual where L_ii >= 1 (a point alone in its window) */
+        const double keep_share = 1.0 - pass->leverage[i];
+        pass->resid2[i] = keep_share > 0.0 ? r * r / (keep_share * keep_share) : r * r;
         if (!(w > 0.0))
             continue;
         total_w += w;
