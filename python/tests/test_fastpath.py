@@ -327,3 +327,18 @@ def test_pool_backward_plain_arguments_take_the_compiled_path(rng):
     assert r is not NotImplemented and isinstance(r[3], float)
     assert ext.pool_backward(q, k, v, o, lse, o, "dot", None, None, None, 3, False, False,
                              None, None, None) is NotImplemented
+
+
+def test_per_feature_bandwidths_match_the_pure_path(rng, pure, ctx):
+    for d in (1, 2, 7):
+        q, k, v = f32(rng, 3, 5, d), f32(rng, 3, 6, d), f32(rng, 3, 6, 2)
+        bws = (0.5 + rng.random(d)).astype(np.float32)
+        for score in ("gaussian", "laplace"):
+            args = dict(score=score, bandwidths=bws, ctx=ctx)
+            assert _fastpath.ext.scores(q, k, score, None, None, bws, None, ctx) \
+                is not NotImplemented
+            same(nwattn.pool(q, k, v, lse=True, **args),
+                 pure(nwattn.pool, q, k, v, lse=True, **args))
+            same(nwattn.scores(q, k, **args), pure(nwattn.scores, q, k, **args))
+        assert _fastpath.ext.scores(q, k, "gaussian", None, None, bws[:d - 1], None,
+                                    ctx) is NotImplemented
