@@ -19,7 +19,8 @@ the core type applies to both sides. Benchmarks are not tests: nothing here asse
 
 usage: NWATTN_LIBRARY=build/src/libnwattn.so.0 PYTHONPATH=python /usr/bin/python3 \
          benchmarks/torch_rival.py [--rounds 5] [--json benchmarks/results/torch_rival.json]
-       (--threads T: one configuration in this process; --quick: small sizes, a smoke run)
+       (--threads T: one configuration in this process; --quick: small sizes, a smoke run;
+        --case d2l50: only the cases whose name starts so)
 """
 import argparse
 import json
@@ -124,7 +125,7 @@ def _cases(threads, quick):
     return cases
 
 
-def measure(threads, rounds, quick=False):
+def measure(threads, rounds, quick=False, case=""):
     import numpy as np
     import torch
     torch.set_num_threads(threads)
@@ -132,6 +133,8 @@ def measure(threads, rounds, quick=False):
     core = blas["blas_core"]
     rows = []
     for name, (impls, calls, flops) in _cases(threads, quick).items():
+        if not name.startswith(case):
+            continue
         for fn in impls.values():  # warm up (and allocate) before the first round
             fn()
         per = {impl: [] for impl in impls}
@@ -160,12 +163,13 @@ def main():
     p.add_argument("--threads", type=int, help="one configuration, in this process")
     p.add_argument("--quick", action="store_true",
                    help="small sizes, one round (a smoke run: the script still works)")
+    p.add_argument("--case", default="", help="only the cases whose name starts so")
     p.add_argument("--json")
     args = p.parse_args()
     if args.quick:
         args.rounds, args.threads = 1, args.threads or 1
     if args.threads:
-        result = measure(args.threads, args.rounds, args.quick)
+        result = measure(args.threads, args.rounds, args.quick, args.case)
         if args.json:
             with open(args.json, "w") as f:
                 json.dump(result, f)
@@ -180,7 +184,8 @@ def main():
                 env["OPENBLAS_CORETYPE"] = coretype
             out = f"/tmp/torch_rival.{os.getpid()}.json"
             subprocess.run([sys.executable, __file__, "--threads", str(threads), "--rounds",
-                            str(args.rounds), "--json", out], env=env, check=True)
+                            str(args.rounds), "--case", args.case, "--json", out], env=env,
+                           check=True)
             with open(out) as f:
                 run = json.load(f)
             os.unlink(out)

@@ -3,9 +3,9 @@
  *
  * ctypes costs about a microsecond per array argument (numpy's .ctypes.data) and more for the
  * prototype's conversions, which at the seeds' sizes (50 × 50) is several times the C call.
- * This module handles the common case of pool, softmax, bmm, scores and nw_predict in C: arrays
- * that are exactly numpy float32, C-contiguous and aligned, keywords of the plain kinds (names,
- * numbers, True/False, None). For anything else it returns NotImplemented and the Python
+ * This module handles the common case of pool, pool_backward, softmax, bmm, scores and
+ * nw_predict in C: arrays that are exactly numpy float32, C-contiguous and aligned, keywords of
+ * the plain kinds (names, numbers, True/False, None). For anything else it returns NotImplemented and the Python
  * function goes on with the pure-Python path, which converts, broadcasts and explains errors;
  * so this file never raises an argument error of its own and never decides what is valid:
  * the C library does (its status is raised through the binding's own check()).
@@ -36,6 +36,11 @@ typedef nwattn_status (*pool_fn)(nwattn_context *, const nwattn_score *, const n
                                  size_t, const float *, size_t, size_t, const float *, size_t,
                                  size_t, float *, size_t, size_t, float *, size_t, size_t,
                                  float *, size_t);
+typedef nwattn_status (*pool_backward_fn)(nwattn_context *, const nwattn_score *,
+                                          const nwattn_mask *, size_t, size_t, size_t, size_t,
+                                          size_t, const float *, size_t, size_t, const float *,
+                                          size_t, size_t, const float *, size_t, size_t,
+                                          const nwattn_pool_upstream *, const nwattn_pool_grads *);
 typedef nwattn_status (*softmax_fn)(nwattn_context *, const nwattn_mask *, size_t, size_t,
                                     size_t, const float *, size_t, size_t, float *, size_t,
                                     size_t, float *, size_t);
@@ -58,6 +63,7 @@ static struct {
     bmm_fn bmm;
     scores_fn scores;
     predict_fn predict;
+    pool_backward_fn pool_backward;
     PyObject *check;          /* _errors.check(status, handle, function): raises */
     PyObject *default_handle; /* _context.default_handle(): this thread's default context */
     PyObject *context_type;   /* nwattn.Context */
@@ -202,26 +208,33 @@ static const char *const DEGREE_NAMES[] = {"0:constant", "0:local_constant", "0:
                                            "1:local_linear", NULL};
 static const char *const EMPTY_NAMES[] = {"0:nearest", "1:nan", "2:zero", NULL};
 
-/* The score struct as make_score builds it; 0: fall back (the Python path refuses the mix of
- * keywords or handles per-feature bandwidths). */
+/* The score struct as make_score builds it (per-feature bandwidths: a plain (d,) array, which
+ * the caller's arguments keep alive); 0: fall back (the Python path refuses the mix of
+ * keywords or converts the bandwidths). */
 static int score_of(PyObject *kind, PyObject *scale, PyObject *bandwidth, PyObject *bandwidths,
                     npy_intp d, nwattn_score *sc)
 {
     int k = choice(kind, SCORE_NAMES, 4);
     double x;
-    if (k < 0 || bandwidths != Py_None)
+    if (k < 0)
         return 0;
     memset(sc, 0, sizeof *sc);
     sc->kind = (nwattn_score_kind)k;
     if (k == NWATTN_SCORE_DOT || k == NWATTN_SCORE_COSINE) {
         double dflt = k == NWATTN_SCORE_DOT && d > 0 ? 1.0 / sqrt((double)d) : 1.0;
-        if (bandwidth != Py_None || !real(scale, dflt, &x))
+        if (bandwidth != Py_None || bandwidths != Py_None || !real(scale, dflt, &x))
             return 0;
         sc->scale = (float)x;
     } else {
         if (scale != Py_None || !real(bandwidth, 1.0, &x))
             return 0;
         sc->bandwidth = (float)x;
+        if (bandwidths != Py_None) { /* d per-feature bandwidths, exactly (d,) float32 */
+            PyArrayObject *b = plain(bandwidths, 1, 1);
+            if (bandwidth != Py_None || !b || PyArray_DIM(b, 0) != d)
+                return 0;
+            sc->bandwidths = (const float *)PyArray_DATA(b);
+        }
     }
     return 1;
 }
@@ -387,6 +400,99 @@ static PyObject *fast_pool(PyObject *self, PyObject *const *args, Py_ssize_t nar
                     batch < 0 ? 0 : (size_t)m);
     Py_END_ALLOW_THREADS
     return finish(status, h, &r, "nwattn_pool");
+}
+
+/* An upstream operand of pool_backward: plain, 2-D or 3-D like the forward's output. */
+static int upstream_matrix(PyObject *o, npy_intp batch, npy_intp rows, npy_intp cols, mat *u)
+{
+    return matrix(o, u) && u->batch == batch && u->rows == rows && u->cols == cols;
+}
+
+/* pool_backward(q, k, v, o, lse, d_o, score, scale, bandwidth, bandwidths, valid_lens, causal,
+ *               leave_one_out, additive, keep, ctx) -> (dq, dk, dv, d_param). Only when q, k,
+ * v, o, d_o share one batch (or are all 2-D): broadcast batch axes need the Python path's
+ * sums. d_param as the Python path gives it: a float, or a (d,) array for per-feature
+ * bandwidths. */
+static PyObject *fast_pool_backward(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    if (nargs != 16 || !S.pool_backward)
+        FALLBACK();
+    mat op[3], uo, ud;
+    nwattn_score sc;
+    nwattn_mask mask;
+    if (!matrix(args[0], &op[0]) || !matrix(args[1], &op[1]) || !matrix(args[2], &op[2]))
+        FALLBACK();
+    npy_intp batch = op[0].batch;
+    npy_intp m = op[0].rows, d = op[0].cols, n = op[1].rows, dv = op[2].cols;
+    if (op[1].batch != batch || op[2].batch != batch || op[1].cols != d || op[2].rows != n ||
+        !upstream_matrix(args[3], batch, m, dv, &uo) ||
+        !upstream_matrix(args[5], batch, m, dv, &ud) ||
+        !score_of(args[6], args[7], args[8], args[9], d, &sc) ||
+        !mask_of(args[10], args[11], args[12], args[13], args[14], &mask))
+        FALLBACK();
+    PyArrayObject *lse = plain(args[4], 1, 2);
+    if (!lse || PyArray_NDIM(lse) != (batch < 0 ? 1 : 2) ||
+        PyArray_DIM(lse, PyArray_NDIM(lse) - 1) != m ||
+        (batch >= 0 && PyArray_DIM(lse, 0) != batch))
+        FALLBACK();
+    HANDLE_OR_LEAVE(h, args[15]);
+    npy_intp dims[3];
+    results r = {{NULL}, 0};
+    ADD_OR_LEAVE(&r, Py_None, dims_of(batch, m, d, dims), dims);
+    ADD_OR_LEAVE(&r, Py_None, dims_of(batch, n, d, dims), dims);
+    ADD_OR_LEAVE(&r, Py_None, dims_of(batch, n, dv, dims), dims);
+    int per_dim = sc.bandwidths != NULL;
+    npy_intp pd = per_dim ? d : 1;
+    PyArrayObject *param = (PyArrayObject *)PyArray_ZEROS(1, &pd, NPY_FLOAT32, 0);
+    if (!param) {
+        results_free(&r);
+        Py_DECREF(h);
+        return NULL;
+    }
+    float *dp = (float *)PyArray_DATA(param);
+    int by_scale = sc.kind == NWATTN_SCORE_DOT || sc.kind == NWATTN_SCORE_COSINE;
+    size_t b0 = batch < 0 ? 0 : 1; /* 0: strides of a shared 2-D operand */
+    nwattn_pool_upstream up = {uo.p, ld_of(dv), b0 * (size_t)(m * dv),
+                               (const float *)PyArray_DATA(lse), b0 * (size_t)m,
+                               ud.p, ld_of(dv), b0 * (size_t)(m * dv)};
+    nwattn_pool_grads g = {OUT_PTR(&r, 0), ld_of(d), b0 * (size_t)(m * d),
+                           OUT_PTR(&r, 1), ld_of(d), b0 * (size_t)(n * d),
+                           OUT_PTR(&r, 2), ld_of(dv), b0 * (size_t)(n * dv),
+                           by_scale ? dp : NULL, !by_scale && !per_dim ? dp : NULL,
+                           per_dim ? dp : NULL};
+    size_t count = batch < 0 ? 1 : (size_t)batch;
+    nwattn_context *ctx = ctx_ptr(h);
+    nwattn_status status;
+    Py_BEGIN_ALLOW_THREADS
+    status = S.pool_backward(ctx, &sc, mask.flags ? &mask : NULL, count, (size_t)m, (size_t)n,
+                             (size_t)d, (size_t)dv, op[0].p, ld_of(d), stride_of(&op[0]),
+                             op[1].p, ld_of(d), stride_of(&op[1]), op[2].p, ld_of(dv),
+                             stride_of(&op[2]), &up, &g);
+    Py_END_ALLOW_THREADS
+    if (status == NWATTN_OK && !per_dim) { /* the one parameter's gradient as a float */
+        PyObject *x = PyFloat_FromDouble((double)dp[0]);
+        Py_DECREF(param);
+        if (!x) {
+            results_free(&r);
+            Py_DECREF(h);
+            return NULL;
+        }
+        param = (PyArrayObject *)x;
+    }
+    if (status != NWATTN_OK)
+        Py_DECREF(param);
+    PyObject *t = finish(status, h, &r, "nwattn_pool_backward");
+    if (!t) {
+        if (status == NWATTN_OK)
+            Py_DECREF(param);
+        return NULL;
+    }
+    PyObject *all = PyTuple_Pack(4, PyTuple_GET_ITEM(t, 0), PyTuple_GET_ITEM(t, 1),
+                                 PyTuple_GET_ITEM(t, 2), (PyObject *)param);
+    Py_DECREF(t);
+    Py_DECREF(param);
+    return all;
 }
 
 /* softmax(s, valid_lens, causal, leave_one_out, additive, keep, out, lse, ctx) */
@@ -578,10 +684,11 @@ static PyObject *fast_bind(PyObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "O!OOO", &PyDict_Type, &functions, &check, &default_handle,
                           &context_type))
         return NULL;
-    void *p[5];
-    static const char *const names[5] = {"nwattn_pool", "nwattn_softmax", "nwattn_bmm",
-                                         "nwattn_scores", "nwattn_nw_predict"};
-    for (int i = 0; i < 5; ++i)
+    void *p[6];
+    static const char *const names[6] = {"nwattn_pool", "nwattn_softmax", "nwattn_bmm",
+                                         "nwattn_scores", "nwattn_nw_predict",
+                                         "nwattn_pool_backward"};
+    for (int i = 0; i < 6; ++i)
         if (!(p[i] = address(functions, names[i])))
             return NULL;
     /* Converting object pointers to function pointers: what dlsym's users do (POSIX). */
@@ -590,6 +697,7 @@ static PyObject *fast_bind(PyObject *self, PyObject *args)
     memcpy(&S.bmm, &p[2], sizeof p[2]);
     memcpy(&S.scores, &p[3], sizeof p[3]);
     memcpy(&S.predict, &p[4], sizeof p[4]);
+    memcpy(&S.pool_backward, &p[5], sizeof p[5]);
     Py_INCREF(check);
     Py_INCREF(default_handle);
     Py_INCREF(context_type);
@@ -602,6 +710,8 @@ static PyObject *fast_bind(PyObject *self, PyObject *args)
 static PyMethodDef methods[] = {
     {"bind", fast_bind, METH_VARARGS, "bind(addresses, check, default_handle, Context)"},
     {"pool", (PyCFunction)(void (*)(void))fast_pool, METH_FASTCALL, "nwattn_pool fast path"},
+    {"pool_backward", (PyCFunction)(void (*)(void))fast_pool_backward, METH_FASTCALL,
+     "nwattn_pool_backward fast path"},
     {"softmax", (PyCFunction)(void (*)(void))fast_softmax, METH_FASTCALL,
      "nwattn_softmax fast path"},
     {"bmm", (PyCFunction)(void (*)(void))fast_bmm, METH_FASTCALL, "nwattn_bmm fast path"},

@@ -18,6 +18,7 @@ from ._capi import AttentionGrads, AttentionParams, C, PoolGrads, PoolUpstream, 
 from ._context import resolve
 from ._core import ScoreKind, _MaskArgs, make_score
 from ._errors import check
+from ._fastpath import ext as _fast
 from ._regression import _bandwidths, _model, _points
 from ._transformer import _dense
 
@@ -45,6 +46,11 @@ def pool_backward(q, k, v, o, lse, d_o, *, score="dot", scale=None, bandwidth=No
     that were broadcast), d_param the gradient of the score's parameter as a float (scale, or
     the one bandwidth) or a (d,) array (per-dimension bandwidths).
     """
+    if _fast is not None:  # the compiled path (see _fastpath.py); NotImplemented: not plain
+        r = _fast.pool_backward(q, k, v, o, lse, d_o, score, scale, bandwidth, bandwidths,
+                                valid_lens, causal, leave_one_out, additive, keep, ctx)
+        if r is not NotImplemented:
+            return r
     ctx = resolve(ctx)
     q, k, v = (A.float_input(x, name) for x, name in ((q, "q"), (k, "k"), (v, "v")))
     (m, d), (n, _), (_, dv) = q.shape[-2:], k.shape[-2:], v.shape[-2:]

@@ -1,7 +1,7 @@
 """The optional compiled fast path (the module nwattn._fast, python/ext/nwattn_fast.c).
 
-It runs pool, softmax, bmm, scores and nw_predict in C for plain arguments (float32
-C-contiguous aligned arrays, plain keywords) and returns NotImplemented for anything else, so
+It runs pool, pool_backward, softmax, bmm, scores and nw_predict in C for plain arguments
+(float32 C-contiguous aligned arrays, plain keywords) and returns NotImplemented for anything else, so
 every public function tries it first and then runs its pure-Python path, which is complete on
 its own. Where it is looked for, first hit wins:
 
@@ -72,4 +72,4 @@ ext, path, reason = _find()
 if ext is not None:
     ext.bind({name: _capi.address(name) for name in
               ("nwattn_pool", "nwattn_softmax", "nwattn_bmm", "nwattn_scores",
-               "nwattn_nw_predict")}, check, default_handle, Context)
+               "nwattn_nw_predict", "nwattn_pool_backward")}, check, default_handle, Context)

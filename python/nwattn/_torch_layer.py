@@ -13,6 +13,7 @@ import numpy as np
 import torch
 
 from ._autograd import attention_backward, nw_predict_backward, pool_backward
+from ._core import pool as _pool
 
 
 class _Refused(torch.autograd.Function):
@@ -32,49 +33,61 @@ class _Refused(torch.autograd.Function):
 
 def _first_order(grads, inputs):
     """grads as they are, or (create_graph=True) tied to the inputs through _Refused."""
+    if not torch.is_grad_enabled():  # the usual backward: no graph of the gradients
+        return grads
     anchors = [t for t in inputs if torch.is_tensor(t) and t.requires_grad]
-    if not (torch.is_grad_enabled() and anchors):
+    if not anchors:
         return grads
     return tuple(g if g is None else _Refused.apply(g, *anchors) for g in grads)
 
-_CPU = torch.device("cpu")
-
 def _np(t):
-    """A float32 numpy view of a CPU float32 tensor (the common case: no torch call beyond
-    detach and numpy, each a few µs), else a converted copy. Strided views stay views:
+    """A float32 numpy view of a CPU float32 tensor (the common case: numpy(), a few µs,
+    after detach() only for a tensor that requires grad), else a converted copy. Strided views stay views:
     the binding describes their memory as it is."""
-    if t.dtype is torch.float32 and t.device == _CPU:
-        return t.detach().numpy()
+    if t.dtype is torch.float32 and t.is_cpu:
+        return (t.detach() if t.requires_grad else t).numpy()
     return t.detach().to("cpu", torch.float32).numpy()
 
 def _like(a, ref):
     out = torch.from_numpy(np.ascontiguousarray(a))
-    if ref.dtype is torch.float32 and ref.device == _CPU:
+    if ref.dtype is torch.float32 and ref.is_cpu:
         return out
     return out.to(ref.device, ref.dtype)
 
 class PoolFunction(torch.autograd.Function):
-    """O = nwattn.pool(q, k, v) with gradients for q, k, v and the score's parameter."""
+    """O = nwattn.pool(q, k, v) with gradients for q, k, v and the score's parameter.
+
+    The step costs tens of µs at d2l's 50 × 50, so the backward reuses what the forward
+    converted (the numpy views and the score keywords, with O and lse), makes dO contiguous
+    (a loss's sum() gives an expanded one, which the compiled path does not take), and
+    converts only the gradients that are asked for."""
 
     @staticmethod
     def forward(fctx, q, k, v, param, score, mask_kw):
         kw = _param_kw(score, param)
-        o, lse = __import__("nwattn").pool(_np(q), _np(k), _np(v), score=score, lse=True,
-                                           **kw, **mask_kw)
-        fctx.save_for_backward(q, k, v, param)
-        fctx.o, fctx.lse, fctx.score, fctx.mask_kw = o, lse, score, mask_kw
+        qa = _np(q)  # self-attention and d2l pass one tensor twice: one view of it
+        ka = qa if k is q else _np(k)
+        arrays = (qa, ka, ka if v is k else qa if v is q else _np(v))
+        o, lse = _pool(*arrays, score=score, lse=True, **kw, **mask_kw)
+        fctx.save_for_backward(q, k, v, param)  # torch's check of in-place changes
+        fctx.arrays, fctx.kw = arrays, {**kw, **mask_kw}
+        fctx.o, fctx.lse, fctx.score = o, lse, score
         return _like(o, q)
 
     @staticmethod
     def backward(fctx, d_o):
         q, k, v, param = fctx.saved_tensors
-        kw = _param_kw(fctx.score, param)
-        dq, dk, dv, dp = pool_backward(_np(q), _np(k), _np(v), fctx.o, fctx.lse, _np(d_o),
-                                       score=fctx.score, **kw, **fctx.mask_kw)
-        d_param = None if param is None else \
+        d_o = _np(d_o)
+        if not d_o.flags.c_contiguous:
+            d_o = np.ascontiguousarray(d_o)
+        dq, dk, dv, dp = pool_backward(*fctx.arrays, fctx.o, fctx.lse, d_o, score=fctx.score,
+                                       **fctx.kw)
+        need = fctx.needs_input_grad
+        d_param = None if param is None or not need[3] else \
             _like(np.asarray(dp, np.float32).reshape(param.shape), param)
-        return _first_order((_like(dq, q), _like(dk, k), _like(dv, v), d_param),
-                            (q, k, v, param)) + (None, None)
+        grads = tuple(_like(g, t) if wanted else None
+                      for g, t, wanted in zip((dq, dk, dv), (q, k, v), need))
+        return _first_order(grads + (d_param,), (q, k, v, param)) + (None, None)
 
 def _param_kw(score, param):
     if param is None:  # the library's default scale or bandwidth

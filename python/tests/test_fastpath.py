@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import nwattn
-from nwattn import _core, _fastpath, _regression
+from nwattn import _autograd, _core, _fastpath, _regression
 
 pytestmark = pytest.mark.skipif(_fastpath.ext is None,
                                 reason=f"no compiled fast path: {_fastpath.reason}")
@@ -27,6 +27,7 @@ def pure(monkeypatch):
         with monkeypatch.context() as mp:
             mp.setattr(_core, "_fast", None)
             mp.setattr(_regression, "_fast", None)
+            mp.setattr(_autograd, "_fast", None)
             return fn(*args, **kwargs)
     return run
 
@@ -228,3 +229,116 @@ def test_plain_arguments_do_take_the_compiled_path(rng):
     assert ext.pool(q.astype(np.float64), k, v, "dot", None, None, None, None, False, False,
                     None, None, None, None, None, None) is none
     assert ext.softmax(s, 3, False, False, None, None, None, None, None) is none
+
+
+def same_grads(a, b):
+    """pool_backward's (dq, dk, dv, d_param): d_param a float or a (d,) array on both paths."""
+    same(a[:3], b[:3])
+    assert type(a[3]) is type(b[3])
+    if isinstance(a[3], float):
+        assert a[3] == b[3] or (a[3] != a[3] and b[3] != b[3])
+    else:
+        same(a[3], b[3])
+
+
+@pytest.mark.parametrize("score, kw", [("gaussian", {"bandwidth": 0.7}), ("laplace", {}),
+                                       ("dot", {}), ("cosine", {"scale": 2.0}),
+                                       ("gaussian", {"bandwidths": True}),
+                                       ("laplace", {"bandwidths": True}), (0, {"scale": 3})])
+def test_pool_backward_matches_the_pure_path(rng, pure, ctx, score, kw):
+    for _ in range(6):
+        m, n, d, dv = (int(rng.choice(SIZES)) for _ in range(4))
+        batch = [(), (3,), (1,)][int(rng.integers(3))]
+        q, k, v = f32(rng, *batch, m, d), f32(rng, *batch, n, d), f32(rng, *batch, n, dv)
+        args = dict(kw)
+        if args.get("bandwidths") is True:
+            args["bandwidths"] = (0.5 + rng.random(d)).astype(np.float32)
+        for extra in ({}, {"causal": True}, {"leave_one_out": True}):
+            o, lse = nwattn.pool(q, k, v, score=score, lse=True, ctx=ctx, **args, **extra)
+            d_o = f32(rng, *o.shape)
+            call = dict(score=score, ctx=ctx, **args, **extra)
+            same_grads(nwattn.pool_backward(q, k, v, o, lse, d_o, **call),
+                       pure(nwattn.pool_backward, q, k, v, o, lse, d_o, **call))
+
+
+BACKWARD_FALLBACKS = [  # broadcast batch axes, a strided array, float64, a list, a mask array
+    lambda r, o, lse, do: (f32(r, 2, 4, 2), f32(r, 5, 2), f32(r, 5, 3), o, lse, do),
+    lambda r, o, lse, do: (f32(r, 2, 2, 4).transpose(0, 2, 1), f32(r, 2, 5, 2),
+                           f32(r, 2, 5, 3), o, lse, do),
+    lambda r, o, lse, do: (f32(r, 2, 4, 2).astype(np.float64), f32(r, 2, 5, 2),
+                           f32(r, 2, 5, 3), o, lse, do),
+    lambda r, o, lse, do: (f32(r, 2, 4, 2), f32(r, 2, 5, 2), f32(r, 2, 5, 3), o,
+                           lse.tolist(), do),
+    lambda r, o, lse, do: (f32(r, 2, 4, 2), f32(r, 2, 5, 2), f32(r, 2, 5, 3), o, lse[0], do),
+]
+
+
+@pytest.mark.parametrize("i", range(len(BACKWARD_FALLBACKS)))
+def test_pool_backward_what_is_not_plain_gives_what_the_pure_path_gives(pure, i):
+    r = np.random.default_rng(i)
+    o, lse, do = f32(r, 2, 4, 3), f32(r, 2, 4), f32(r, 2, 4, 3)
+    args = BACKWARD_FALLBACKS[i](r, o, lse, do)
+    assert _fastpath.ext.pool_backward(*args, "dot", None, None, None, None, False, False,
+                                       None, None, None) is NotImplemented
+    same_grads(nwattn.pool_backward(*args), pure(nwattn.pool_backward, *args))
+
+
+def test_pool_backward_errors_and_references_as_on_the_pure_path(rng, pure):
+    import sys
+    import weakref
+    q, k, v = f32(rng, 5, 2), f32(rng, 6, 2), f32(rng, 6, 3)
+    ctx = nwattn.Context()
+    o, lse = nwattn.pool(q, k, v, lse=True, ctx=ctx)
+    objects = (q, k, v, o, lse, ctx, ctx._handle)
+    before = [sys.getrefcount(x) for x in objects]
+    for _ in range(50):
+        g = nwattn.pool_backward(q, k, v, o, lse, o, ctx=ctx)
+        alive = [weakref.ref(x) for x in g[:3]]
+        del g  # the gradients had no other owner
+        assert [a() for a in alive] == [None] * 3
+        g = nwattn.pool_backward(q, k, v, o, lse, o, score="gaussian", bandwidths=np.abs(q[0]) + 0.5,
+                                 ctx=ctx)
+        alive = [weakref.ref(x) for x in g]
+        del g
+        assert [a() for a in alive] == [None] * 4
+        with pytest.raises(nwattn.NWAttnError):
+            nwattn.pool_backward(q, k, v, o, lse, o, score="gaussian", bandwidth=-1.0,
+                                 ctx=ctx)
+    assert [sys.getrefcount(x) for x in objects] == before
+    call = (q, k, v, o, lse, o)
+    with pytest.raises(nwattn.NWAttnError) as fast:
+        nwattn.pool_backward(*call, score="laplace", bandwidth=0.0, ctx=ctx)
+    with pytest.raises(nwattn.NWAttnError) as slow:
+        pure(nwattn.pool_backward, *call, score="laplace", bandwidth=0.0, ctx=ctx)
+    assert (fast.value.status, str(fast.value), fast.value.function) == \
+        (slow.value.status, str(slow.value), slow.value.function)
+
+
+def test_pool_backward_plain_arguments_take_the_compiled_path(rng):
+    ext = _fastpath.ext
+    q, k, v = f32(rng, 3, 5, 2), f32(rng, 3, 6, 2), f32(rng, 3, 6, 4)
+    o, lse = nwattn.pool(q, k, v, score="gaussian", lse=True)
+    bws = np.array([0.5, 2.0], np.float32)
+    r = ext.pool_backward(q, k, v, o, lse, o, "gaussian", None, None, bws, None, False, True,
+                          None, None, None)
+    assert r is not NotImplemented and r[3].shape == (2,)
+    r = ext.pool_backward(q[0], k[0], v[0], o[0], lse[0], o[0], "dot", None, None, None, None,
+                          True, False, None, None, None)
+    assert r is not NotImplemented and isinstance(r[3], float)
+    assert ext.pool_backward(q, k, v, o, lse, o, "dot", None, None, None, 3, False, False,
+                             None, None, None) is NotImplemented
+
+
+def test_per_feature_bandwidths_match_the_pure_path(rng, pure, ctx):
+    for d in (1, 2, 7):
+        q, k, v = f32(rng, 3, 5, d), f32(rng, 3, 6, d), f32(rng, 3, 6, 2)
+        bws = (0.5 + rng.random(d)).astype(np.float32)
+        for score in ("gaussian", "laplace"):
+            args = dict(score=score, bandwidths=bws, ctx=ctx)
+            assert _fastpath.ext.scores(q, k, score, None, None, bws, None, ctx) \
+                is not NotImplemented
+            same(nwattn.pool(q, k, v, lse=True, **args),
+                 pure(nwattn.pool, q, k, v, lse=True, **args))
+            same(nwattn.scores(q, k, **args), pure(nwattn.scores, q, k, **args))
+        assert _fastpath.ext.scores(q, k, "gaussian", None, None, bws[:d - 1], None,
+                                    ctx) is NotImplemented

@@ -444,3 +444,44 @@ def test_without_torch_nwattn_autograd_is_absent():
                          env=dict(os.environ, PYTHONPATH=os.path.dirname(nwattn.__path__[0])),
                          check=True).stdout.split()
     assert out == ["False", "True"]
+
+
+def test_d2l_step_takes_the_compiled_path_and_agrees_with_the_pure_one(monkeypatch):
+    """The step of issue 18's benchmark (d2l's 50 x 50 pooling, h = 1/|w|, loss sum(), whose
+    dO is an expanded tensor): with the extension built, both library calls of the step take
+    the compiled path (none returns NotImplemented), and the gradient is bit for bit the pure
+    path's; without it, the pure path is all there is and the step still trains."""
+    from nwattn import _autograd, _core, _fastpath
+    rng = torch.Generator().manual_seed(7)
+    x = torch.sort(torch.rand(50, generator=rng) * 5).values.reshape(50, 1)
+    y = 2 * torch.sin(x) + x ** 0.8
+
+    def step():
+        w = torch.tensor([1.3], requires_grad=True)
+        AG.pool(x, x, y, 1 / w.abs(), score="gaussian").sum().backward()
+        return w.grad
+
+    pure = monkeypatch.context()
+    with pure as mp:
+        mp.setattr(_core, "_fast", None)
+        mp.setattr(_autograd, "_fast", None)
+        want = step()
+    assert want is not None and bool(torch.isfinite(want).all()) and float(want.abs()) > 0
+    if _fastpath.ext is None:
+        return
+    taken = []
+
+    class Recording:
+        def __getattr__(self, name):
+            def call(*args):
+                r = getattr(_fastpath.ext, name)(*args)
+                taken.append((name, r is not NotImplemented))
+                return r
+            return call
+
+    with monkeypatch.context() as mp:
+        mp.setattr(_core, "_fast", Recording())
+        mp.setattr(_autograd, "_fast", Recording())
+        got = step()
+    assert taken == [("pool", True), ("pool_backward", True)]
+    assert torch.equal(got, want)
