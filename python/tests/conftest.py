@@ -1,7 +1,15 @@
 """pytest set-up: test the package of this source tree against the library NWATTN_LIBRARY names
 (CTest sets it to the freshly built one) or, without it, whatever the loader finds."""
+import os
 import pathlib
 import sys
+
+# NWATTN_TESTS_WITHOUT_TORCH=reason: run as if torch were not installed (the torch tests skip,
+# nwattn.autograd is absent). Set for AddressSanitizer builds, where torch's C++ exceptions
+# meet the preloaded runtime's __cxa_throw interceptor before libstdc++ is resolved (a
+# CHECK failure inside ASan), and under valgrind, where importing torch alone takes minutes.
+if os.environ.get("NWATTN_TESTS_WITHOUT_TORCH"):
+    sys.modules["torch"] = None  # `import torch` now raises ImportError
 
 import numpy as np
 import pytest
