@@ -203,13 +203,20 @@ NWATTN_MPI_API nwattn_status nwattn_mpi_nw_predict(
  * every rank's points, so no rank ever holds more than two shards. Each rank sums its points'
  * squared residuals in double; the per-rank sums are gathered and added in rank order on every
  * rank, so cv[g] is the same double on every rank, bit for bit.
- * The global n must be >= 3 (NWATTN_ERR_DEGENERATE_DATA). No gradient (see docs/mpi.md). */
+ * gradient (n_bw × d, ldg), optional (NULL on every rank or on none): dCV/dh_k at each, as
+ * nwattn_nw_cv's, analytic: d yhat_i / dlog h_k = sum_j p_ij g_ijk (y_j - yhat_i), with
+ * g = u_k^2 (Gaussian) or u_k^2 / sqrt(t) (Laplace). A second ring pass (blocking
+ * MPI_Sendrecv of the (x, y) blocks) carries per query, in double, the normaliser and the d
+ * sums from the first pass's fit and log normalisers; the per-rank sums are added in rank
+ * order, so the gradient too is the same double on every rank. Within 1e-4 relative (of the
+ * largest component) of nwattn_nw_cv's gradient (tested; the fit it starts from is float).
+ * The global n must be >= 3 (NWATTN_ERR_DEGENERATE_DATA). */
 NWATTN_MPI_API nwattn_status nwattn_mpi_nw_cv(
     nwattn_context *ctx, MPI_Comm comm, const nwattn_regression *model,
     size_t n_local, size_t d, size_t dv,
     const float *x, size_t ldx, const float *y, size_t ldy,
     size_t n_bw, const float *bandwidths, size_t ldb, double *cv,
-    nwattn_mpi_error *error);
+    double *gradient, size_t ldg, nwattn_mpi_error *error);
 
 #ifdef __cplusplus
 }

@@ -74,7 +74,7 @@ _PROTOTYPES = {
     "nwattn_mpi_nw_predict": (c_int, (c_void_p, comm_t, c_void_p, F, S, S, S, S, F, S, F, S,
                                       F, S, F, S, ctypes.POINTER(Error))),
     "nwattn_mpi_nw_cv": (c_int, (c_void_p, comm_t, c_void_p, S, S, S, F, S, F, S, S, F, S,
-                                 F, ctypes.POINTER(Error))),
+                                 F, F, S, ctypes.POINTER(Error))),
     "nwattn_mpi_zigzag_chunks": (c_int, (S, c_int, c_int, ctypes.POINTER(S),
                                          ctypes.POINTER(S))),
     "nwattn_mpi_version_number": (c_uint, ()),
@@ -243,10 +243,11 @@ def nw_predict(xq, x, y, bandwidth, comm, *, kernel="gaussian", ctx=None):
     return yq
 
 
-def nw_cv(x, y, bandwidths, comm, *, kernel="gaussian", ctx=None):
+def nw_cv(x, y, bandwidths, comm, *, kernel="gaussian", gradient=False, ctx=None):
     """``nwattn_mpi_nw_cv``: the exact leave-one-out CV score for each bandwidth vector of
     ``bandwidths`` ((g, d), or (g,) when d == 1), with the training set sharded (this rank's
-    x, y). Returns g doubles, bit for bit the same on every rank."""
+    x, y). Returns g doubles, bit for bit the same on every rank; with ``gradient=True`` (on
+    every rank) also the analytic dCV/dh, (g, d) doubles: ``(cv, grad)``."""
     ctx = resolve(ctx)
     x, y = _xy(x, y)
     n, d = x.shape
@@ -256,14 +257,16 @@ def nw_cv(x, y, bandwidths, comm, *, kernel="gaussian", ctx=None):
     if bw.ndim != 2 or bw.shape[1] != d:
         raise ValueError(f"bandwidths: shape {bw.shape}, expected (g, {d})")
     cv = np.zeros(bw.shape[0], np.float64)
+    grad = np.zeros((bw.shape[0], d), np.float64) if gradient else None
     model = _model(kernel, "constant", "nearest")
     err = Error()
     status = lib.nwattn_mpi_nw_cv(ctx.handle, _handle(comm), ctypes.byref(model), n, d,
                                   y.shape[1], x.ctypes.data, d, y.ctypes.data, y.shape[1],
                                   bw.shape[0], bw.ctypes.data, d, cv.ctypes.data,
+                                  grad.ctypes.data if gradient else None, d,
                                   ctypes.byref(err))
     _raise(status, err, "nwattn_mpi_nw_cv")
-    return cv
+    return (cv, grad) if gradient else cv
 
 
 def zigzag_chunks(n_total, ranks, rank):
