@@ -190,6 +190,87 @@ static void cv_gradient(void **state) {
     nwattn_context_destroy(fast);
 }
 
+/* Bandwidth selection over ranks: the same bits on every rank, close to the one-process
+ * nwattn_nw_select_bandwidth; bad options refused on every rank. */
+static void selection(void **state) {
+    (void)state;
+    nwattn_context *ref = at_context(NWATTN_BACKEND_REFERENCE, 1);
+    nwattn_context *fast = at_context(NWATTN_BACKEND_AUTO, 1);
+    double worst = 0.0;
+    for (int c = 0; c < 6; c++) {
+        at_rng rng = {0x79200u + (uint64_t)c};
+        const size_t n = 40 + at_below(&rng, 80), d = 1 + (size_t)(c % 2), dv = 1, ldx = d;
+        float *x = at_random(&rng, n * ldx, 0.0f, 6.0f), *y = at_filled(n, 0);
+        for (size_t i = 0; i < n; i++) /* signal in x_0; x_1 (d == 2) is noise */
+            y[i] = sinf(x[i * ldx]) + at_uniform(&rng, -0.3f, 0.3f);
+        nwattn_regression model = {c % 4 < 2 ? NWATTN_KERNEL_GAUSSIAN : NWATTN_KERNEL_LAPLACE,
+                                   NWATTN_LOCAL_CONSTANT, NWATTN_EMPTY_NEAREST};
+        nwattn_cv_options opt;
+        nwattn_cv_options_default(&opt);
+        opt.grid_points = 8;
+        float h1[2], h[2] = {0, 0}, scales[8];
+        double curve[8];
+        nwattn_cv_report rep1, rep;
+        memset(&rep, 0, sizeof rep);
+        assert_int_equal(nwattn_nw_select_bandwidth(ref, &model, n, d, dv, x, ldx, y, 1, &opt,
+                                                    h1, &rep1, NULL, NULL),
+                         NWATTN_OK);
+        size_t counts[64];
+        const size_t off = mt_split(&rng, n, counts, c % 3 == 0 ? c % mt_size() : -1);
+        const size_t cnt = counts[mt_rank()];
+        nwattn_mpi_error err;
+        nwattn_status s = nwattn_mpi_nw_select_bandwidth(
+            fast, MPI_COMM_WORLD, &model, cnt, d, dv, cnt ? x + off * ldx : NULL, ldx,
+            cnt ? y + off : NULL, 1, &opt, h, &rep, scales, curve, &err);
+        /* x_0's bandwidth; x_1 (noise) has a flat CV towards large h, where the two
+         * searches stop apart: there only the CV reached is compared */
+        double e = s == NWATTN_OK ? fabs(log((double)h[0] / (double)h1[0])) : 0.0;
+        e = s == NWATTN_OK ? mt_max(e) : INFINITY;
+        worst = fmax(worst, e);
+        const int ok = mt_all(s == NWATTN_OK && e <= 0.02 &&
+                              fabs(rep.cv - rep1.cv) <= 1e-5 * rep1.cv);
+        if (!ok && mt_rank() == 0)
+            fprintf(stderr, "case %d (n %zu d %zu): status %d '%s', log h differs by %.3g, "
+                    "cv %.17g vs %.17g, converged %d %d\n", c, n, d, (int)s, err.message, e, rep.cv,
+                    rep1.cv, rep.converged, rep1.converged);
+        assert_true(ok);
+        assert_true(mt_same_everywhere(h, sizeof h));
+        assert_true(mt_same_everywhere(&rep, sizeof rep));
+        assert_true(mt_same_everywhere(curve, sizeof curve));
+        free(x);
+        free(y);
+    }
+    if (mt_rank() == 0)
+        fprintf(stderr, "%d ranks: selection within %.3g in log h of one process\n", mt_size(),
+                worst);
+    /* refusals, collective */
+    float x[8] = {0, 1, 2, 3, 4, 5, 6, 7}, y[8] = {1, 0, 1, 0, 1, 0, 1, 0}, h[1];
+    nwattn_regression nw = {NWATTN_KERNEL_GAUSSIAN, NWATTN_LOCAL_CONSTANT, 0};
+    nwattn_cv_options bad = {0};
+    bad.grid_points = mt_rank() == mt_size() - 1 ? 1 : 8;
+    nwattn_mpi_error err;
+    nwattn_status s = nwattn_mpi_nw_select_bandwidth(fast, MPI_COMM_WORLD, &nw, 4, 1, 1, x, 1,
+                                                     y, 1, &bad, h, NULL, NULL, NULL, &err);
+    assert_true(mt_all(s == NWATTN_ERR_BAD_PARAMETER && err.rank == mt_size() - 1 &&
+                       strstr(err.message, "grid_points")));
+    nwattn_cv_options differ = {0};
+    differ.tolerance = mt_rank() == 0 ? 1e-3 : 1e-4;
+    s = nwattn_mpi_nw_select_bandwidth(fast, MPI_COMM_WORLD, &nw, 4, 1, 1, x, 1, y, 1, &differ,
+                                       h, NULL, NULL, NULL, &err);
+    assert_true(mt_all(mt_size() == 1 ? s == NWATTN_OK
+                                      : s == NWATTN_ERR_BAD_PARAMETER &&
+                                            strstr(err.message, "tolerance")));
+    s = nwattn_mpi_nw_select_bandwidth(fast, MPI_COMM_WORLD, &nw, 4, 1, 1, x, 1, y, 1, NULL,
+                                       mt_rank() == 0 ? NULL : h, NULL, NULL, NULL, &err);
+    assert_true(mt_all(s == NWATTN_ERR_NULL_POINTER && err.rank == 0));
+    nwattn_regression linear = {NWATTN_KERNEL_GAUSSIAN, NWATTN_LOCAL_LINEAR, 0};
+    s = nwattn_mpi_nw_select_bandwidth(fast, MPI_COMM_WORLD, &linear, 4, 1, 1, x, 1, y, 1, NULL,
+                                       h, NULL, NULL, NULL, &err);
+    assert_true(mt_all(s == NWATTN_ERR_UNSUPPORTED));
+    nwattn_context_destroy(ref);
+    nwattn_context_destroy(fast);
+}
+
 static void refusals(void **state) {
     (void)state;
     nwattn_context *ctx = at_context(NWATTN_BACKEND_AUTO, 1);
@@ -228,6 +309,7 @@ static void refusals(void **state) {
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(predict_and_cv),
     cmocka_unit_test(cv_gradient),
+    cmocka_unit_test(selection),
     cmocka_unit_test(grid_selection),
     cmocka_unit_test(refusals),
 };
