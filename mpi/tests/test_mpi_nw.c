@@ -1,6 +1,7 @@
 /* Sharded regression against the one-process calls: nwattn_mpi_nw_predict vs
- * nwattn_nw_predict and nwattn_mpi_nw_cv vs nwattn_nw_cv (Gaussian and Laplace local
- * constant, d = 1 and 2, random shards with empty ones); CV the same double on every rank;
+ * nwattn_nw_predict, nwattn_mpi_nw_cv vs nwattn_nw_cv (value and gradient) and
+ * nwattn_mpi_nw_select_bandwidth vs nwattn_nw_select_bandwidth (Gaussian and Laplace local
+ * constant, d = 1 to 3, random shards with empty ones); results the same on every rank;
  * unsupported models and degenerate data refused on every rank. */
 #include "mpi_testutil.h"
 
