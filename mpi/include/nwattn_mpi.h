@@ -203,13 +203,38 @@ NWATTN_MPI_API nwattn_status nwattn_mpi_nw_predict(
  * every rank's points, so no rank ever holds more than two shards. Each rank sums its points'
  * squared residuals in double; the per-rank sums are gathered and added in rank order on every
  * rank, so cv[g] is the same double on every rank, bit for bit.
- * The global n must be >= 3 (NWATTN_ERR_DEGENERATE_DATA). No gradient (see docs/mpi.md). */
+ * gradient (n_bw × d, ldg), optional (NULL on every rank or on none): dCV/dh_k at each, as
+ * nwattn_nw_cv's, analytic: d yhat_i / dlog h_k = sum_j p_ij g_ijk (y_j - yhat_i), with
+ * g = u_k^2 (Gaussian) or u_k^2 / sqrt(t) (Laplace). A second ring pass (blocking
+ * MPI_Sendrecv of the (x, y) blocks) carries per query, in double, the normaliser and the d
+ * sums from the first pass's fit and log normalisers; the per-rank sums are added in rank
+ * order, so the gradient too is the same double on every rank. Within 1e-4 relative (of the
+ * largest component) of nwattn_nw_cv's gradient (tested; the fit it starts from is float).
+ * The global n must be >= 3 (NWATTN_ERR_DEGENERATE_DATA). */
 NWATTN_MPI_API nwattn_status nwattn_mpi_nw_cv(
     nwattn_context *ctx, MPI_Comm comm, const nwattn_regression *model,
     size_t n_local, size_t d, size_t dv,
     const float *x, size_t ldx, const float *y, size_t ldy,
     size_t n_bw, const float *bandwidths, size_t ldb, double *cv,
-    nwattn_mpi_error *error);
+    double *gradient, size_t ldg, nwattn_mpi_error *error);
+
+/* nwattn_nw_select_bandwidth over a sharded training set: the same search (grid of scales of
+ * the start, then the d == 1 bracketing refinement or BFGS on log h; one implementation,
+ * compiled into both libraries) on nwattn_mpi_nw_cv and its analytic gradient. The start
+ * (options->start, else the normal-reference rule from every rank's points, the moments
+ * added in rank order) and every CV value and gradient are the same double on every rank,
+ * so every rank takes the same steps and returns the same bandwidths, bit for bit (tested on
+ * 1-4 ranks). Against the one-process selection the CV values differ by rounding (docs/
+ * mpi.md's bound), so the chosen bandwidths agree to about the tolerance, not bit for bit.
+ * Replicated: model, d, dv, options (and options->start's d values). Gaussian and Laplace
+ * local constant only (no compact kernel: the grid is not raised to an admissible scale);
+ * report->flagged_rows is 0. Outputs as nwattn_nw_select_bandwidth's, on every rank. */
+NWATTN_MPI_API nwattn_status nwattn_mpi_nw_select_bandwidth(
+    nwattn_context *ctx, MPI_Comm comm, const nwattn_regression *model,
+    size_t n_local, size_t d, size_t dv,
+    const float *x, size_t ldx, const float *y, size_t ldy,
+    const nwattn_cv_options *options, float *bandwidths, nwattn_cv_report *report,
+    float *curve_scales, double *curve_cv, nwattn_mpi_error *error);
 
 #ifdef __cplusplus
 }

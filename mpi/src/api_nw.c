@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "args.h"
+#include "cv_gradient.h"
 
 static int pooling_model(const nwattn_regression *model) {
     return model->degree == NWATTN_LOCAL_CONSTANT &&
@@ -133,11 +134,41 @@ static void check_spread(nm_call *call, size_t n_local, size_t d, const float *x
     free(range);
 }
 
+/* dCV/dh_k at h (d floats) from the fit yhat and normalisers lse of its ring pass: every
+ * rank's share (nm_cv_gradient) gathered and added in rank order, the same bits everywhere. */
+static nwattn_status cv_gradient_at(nm_call *call, const nwattn_regression *model,
+                                    size_t n_local, size_t d, size_t dv, const float *x,
+                                    size_t ldx, const float *y, size_t ldy, const float *yhat,
+                                    const float *lse, const float *h, const uint64_t *counts,
+                                    size_t offset, size_t n_total, double *inv_h,
+                                    double *parts, double *out) {
+    for (size_t k = 0; k < d; k++)
+        inv_h[k] = 1.0 / (double)h[k];
+    const nm_grad_pass pass = {model->kernel == NWATTN_KERNEL_GAUSSIAN, n_local, d, dv, x, y,
+                               ldx, ldy, yhat, lse, inv_h};
+    double *mine = parts + (size_t)call->rank * d;
+    nwattn_status status = nm_cv_gradient(call, &pass, counts, offset, mine);
+    if (status != NWATTN_OK)
+        return status;
+    int rc = MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, parts, (int)d, MPI_DOUBLE,
+                           call->comm);
+    if (rc != MPI_SUCCESS)
+        return nm_mpi_failed(call, rc, "gathering the CV gradients");
+    for (size_t k = 0; k < d; k++) {
+        double total = 0.0; /* in rank order */
+        for (int r = 0; r < call->size; r++)
+            total += parts[(size_t)r * d + k];
+        out[k] = 2.0 * total / (double)n_total * inv_h[k]; /* d/dlog h_k -> d/dh_k */
+    }
+    return NWATTN_OK;
+}
+
 nwattn_status nwattn_mpi_nw_cv(nwattn_context *ctx, MPI_Comm comm,
                                const nwattn_regression *model, size_t n_local, size_t d,
                                size_t dv, const float *x, size_t ldx, const float *y,
                                size_t ldy, size_t n_bw, const float *bandwidths, size_t ldb,
-                               double *cv, nwattn_mpi_error *error) {
+                               double *cv, double *gradient, size_t ldg,
+                               nwattn_mpi_error *error) {
     nm_call call;
     if (nm_begin(&call, comm, error) != NWATTN_OK)
         return call.status;
@@ -147,7 +178,10 @@ nwattn_status nwattn_mpi_nw_cv(nwattn_context *ctx, MPI_Comm comm,
         nm_fail(&call, NWATTN_ERR_NULL_POINTER, "%s is NULL", cv ? "bandwidths" : "cv");
     else if (n_bw > 1 && ldb < d)
         nm_fail(&call, NWATTN_ERR_BAD_LEADING_DIM, "ldb is %zu, smaller than d = %zu", ldb, d);
+    if (gradient != NULL && n_bw > 1 && ldg < d)
+        nm_fail(&call, NWATTN_ERR_BAD_LEADING_DIM, "ldg is %zu, smaller than d = %zu", ldg, d);
     nm_signature(&call, "n_bw", n_bw, NWATTN_ERR_BAD_DIMENSION);
+    nm_signature(&call, "gradient (NULL or not)", gradient != NULL, NWATTN_ERR_BAD_PARAMETER);
     const int hashable = n_bw > 0 && bandwidths && call.status == NWATTN_OK;
     nm_signature(&call, "bandwidths (hash)",
                  hashable ? nm_hash(bandwidths, ((n_bw - 1) * ldb + d) * sizeof(float)) : 0,
@@ -157,16 +191,37 @@ nwattn_status nwattn_mpi_nw_cv(nwattn_context *ctx, MPI_Comm comm,
     float *yhat = nm_alloc(&call, n_local, (dv ? dv : 1) * sizeof(float), "leave-one-out fit");
     double *sums = nm_alloc(&call, (size_t)call.size, sizeof(double), "per-rank sums");
     double *result = nm_alloc(&call, n_bw, sizeof(double), "cv");
+    const int want_grad = gradient != NULL && n_bw > 0;
+    float *lse = NULL;
+    double *grad = NULL, *inv_h = NULL, *parts = NULL;
+    uint64_t *counts = NULL;
+    size_t offset = 0;
+    if (want_grad) {
+        lse = nm_alloc(&call, n_local ? n_local : 1, sizeof(float), "log normalisers");
+        grad = nm_alloc(&call, n_bw, d * sizeof(double), "gradient");
+        inv_h = nm_alloc(&call, d, sizeof(double), "inverse bandwidths");
+        parts = nm_alloc(&call, (size_t)call.size, d * sizeof(double), "per-rank gradients");
+        counts = nm_alloc(&call, (size_t)call.size, sizeof(uint64_t), "shard sizes");
+    }
     nwattn_status status = nm_agree(&call);
+    if (status == NWATTN_OK && want_grad) {
+        nm_shard_counts(&call, n_local, counts, &offset, &n_total);
+        status = nm_agree(&call);
+    }
     for (size_t g = 0; status == NWATTN_OK && g < n_bw; g++) {
         const nwattn_score score = score_of(model, bandwidths + g * ldb);
         status = nwattn_mpi_ring_attention(ctx, call.comm, &score, NWATTN_MASK_LEAVE_ONE_OUT,
                                            NWATTN_MPI_LAYOUT_CONTIGUOUS, n_local, d, dv, x, ldx,
-                                           x, ldx, y, ldy, yhat, dv ? dv : 1, NULL, error);
+                                           x, ldx, y, ldy, yhat, dv ? dv : 1, lse, error);
         if (status != NWATTN_OK) { /* already agreed on by every rank, message included */
             free(yhat);
             free(sums);
             free(result);
+            free(lse);
+            free(grad);
+            free(inv_h);
+            free(parts);
+            free(counts);
             call.error = NULL; /* keep the ring's report */
             return nm_end(&call, status);
         }
@@ -185,11 +240,25 @@ nwattn_status nwattn_mpi_nw_cv(nwattn_context *ctx, MPI_Comm comm,
         for (int r = 0; r < call.size; r++)
             total += sums[r];
         result[g] = total / (double)n_total;
+        if (want_grad) {
+            status = cv_gradient_at(&call, model, n_local, d, dv, x, ldx, y, ldy, yhat, lse,
+                                    bandwidths + g * ldb, counts, offset, n_total, inv_h,
+                                    parts, grad + g * d);
+            if (status != NWATTN_OK)
+                break;
+        }
     }
     if (status == NWATTN_OK && n_bw > 0)
         memcpy(cv, result, n_bw * sizeof(double));
+    for (size_t g = 0; status == NWATTN_OK && want_grad && g < n_bw; g++)
+        memcpy(gradient + g * ldg, grad + g * d, d * sizeof(double));
     free(yhat);
     free(sums);
     free(result);
+    free(lse);
+    free(grad);
+    free(inv_h);
+    free(parts);
+    free(counts);
     return nm_end(&call, status);
 }

@@ -1,6 +1,7 @@
 /* Sharded regression against the one-process calls: nwattn_mpi_nw_predict vs
- * nwattn_nw_predict and nwattn_mpi_nw_cv vs nwattn_nw_cv (Gaussian and Laplace local
- * constant, d = 1 and 2, random shards with empty ones); CV the same double on every rank;
+ * nwattn_nw_predict, nwattn_mpi_nw_cv vs nwattn_nw_cv (value and gradient) and
+ * nwattn_mpi_nw_select_bandwidth vs nwattn_nw_select_bandwidth (Gaussian and Laplace local
+ * constant, d = 1 to 3, random shards with empty ones); results the same on every rank;
  * unsupported models and degenerate data refused on every rank. */
 #include "mpi_testutil.h"
 
@@ -39,7 +40,7 @@ static void predict_and_cv(void **state) {
         nwattn_status s2 = nwattn_mpi_nw_cv(fast, MPI_COMM_WORLD, &model, cnt, d, dv,
                                             cnt ? x + off * ldx : NULL, ldx,
                                             cnt ? y + off * ldy : NULL, ldy, 3, grid, d, cv,
-                                            &err);
+                                            NULL, 0, &err);
         double ecv = 0.0;
         for (int g = 0; s2 == NWATTN_OK && g < 3; g++)
             ecv = fmax(ecv, fabs(cv[g] - cv1[g]) / cv1[g]);
@@ -90,7 +91,7 @@ static void grid_selection(void **state) {
     const size_t cnt = counts[mt_rank()];
     assert_true(mt_all(nwattn_mpi_nw_cv(fast, MPI_COMM_WORLD, &model, cnt, 1, 1,
                                         cnt ? x + off : NULL, 1, cnt ? y + off : NULL, 1,
-                                        grid, h, 1, cv, NULL) == NWATTN_OK));
+                                        grid, h, 1, cv, NULL, 0, NULL) == NWATTN_OK));
     size_t best1 = 0, best = 0;
     for (size_t g = 1; g < grid; g++) {
         best1 = cv1[g] <= cv1[best1] ? g : best1; /* ties to the larger bandwidth */
@@ -98,6 +99,175 @@ static void grid_selection(void **state) {
     }
     assert_true(mt_all(best == best1 && best > 0 && best + 1 < grid));
     assert_true(mt_same_everywhere(&best, sizeof best));
+    nwattn_context_destroy(ref);
+    nwattn_context_destroy(fast);
+}
+
+/* The analytic gradient: against nwattn_nw_cv's (REFERENCE, one process) and central finite
+ * differences of that CV; the same bits on every rank. */
+static void cv_gradient(void **state) {
+    (void)state;
+    nwattn_context *ref = at_context(NWATTN_BACKEND_REFERENCE, 1);
+    nwattn_context *fast = at_context(NWATTN_BACKEND_AUTO, 1);
+    double worst = 0.0, worst_fd = 0.0;
+    for (int c = 0; c < 12; c++) {
+        at_rng rng = {0x78100u + (uint64_t)c};
+        const size_t n = 3 + at_below(&rng, 150), d = 1 + (size_t)(c % 3);
+        const size_t dv = 1 + at_below(&rng, 2), ldx = d + 2, ldy = dv, ldg = d + 1;
+        float *x = at_random(&rng, n * ldx, 0.0f, 4.0f), *y = at_random(&rng, n * ldy, -1, 1);
+        for (size_t i = 0; i < n; i++) /* some signal, so the CV has a slope */
+            y[i * ldy] += sinf(2.0f * x[i * ldx]);
+        float grid[2 * 3];
+        for (size_t k = 0; k < 2 * d; k++)
+            grid[k] = at_uniform(&rng, 0.15f, 1.5f);
+        nwattn_regression model = {c % 2 ? NWATTN_KERNEL_LAPLACE : NWATTN_KERNEL_GAUSSIAN,
+                                   NWATTN_LOCAL_CONSTANT, NWATTN_EMPTY_NEAREST};
+        double cv1[2], g1[2 * 4], cv[2], g[2 * 4];
+        assert_int_equal(nwattn_nw_cv(ref, &model, n, d, dv, x, ldx, y, ldy, 2, grid, d, cv1,
+                                      g1, ldg, NULL),
+                         NWATTN_OK);
+        size_t counts[64];
+        const size_t off = mt_split(&rng, n, counts, c % 3 == 0 ? c % mt_size() : -1);
+        const size_t cnt = counts[mt_rank()];
+        nwattn_mpi_error err;
+        memset(g, 0, sizeof g);
+        nwattn_status s = nwattn_mpi_nw_cv(fast, MPI_COMM_WORLD, &model, cnt, d, dv,
+                                           cnt ? x + off * ldx : NULL, ldx,
+                                           cnt ? y + off * ldy : NULL, ldy, 2, grid, d, cv, g,
+                                           ldg, &err);
+        double e = 0.0, efd = 0.0;
+        for (size_t b = 0; s == NWATTN_OK && b < 2; b++) {
+            double scale = 0.0;
+            for (size_t k = 0; k < d; k++)
+                scale = fmax(scale, fabs(g1[b * ldg + k]));
+            for (size_t k = 0; k < d; k++) {
+                e = fmax(e, fabs(g[b * ldg + k] - g1[b * ldg + k]) / scale);
+                /* central difference of the one-process CV in h_k */
+                float hp[3], hm[3];
+                memcpy(hp, grid + b * d, d * sizeof(float));
+                memcpy(hm, grid + b * d, d * sizeof(float));
+                hp[k] *= 1.001f;
+                hm[k] /= 1.001f;
+                double fp, fm;
+                assert_int_equal(nwattn_nw_cv(ref, &model, n, d, dv, x, ldx, y, ldy, 1, hp, d,
+                                              &fp, NULL, 0, NULL), NWATTN_OK);
+                assert_int_equal(nwattn_nw_cv(ref, &model, n, d, dv, x, ldx, y, ldy, 1, hm, d,
+                                              &fm, NULL, 0, NULL), NWATTN_OK);
+                const double fd = (fp - fm) / ((double)hp[k] - (double)hm[k]);
+                efd = fmax(efd, fabs(g[b * ldg + k] - fd) / scale);
+            }
+        }
+        e = s == NWATTN_OK ? mt_max(e) : INFINITY;
+        efd = s == NWATTN_OK ? mt_max(efd) : INFINITY;
+        worst = fmax(worst, e);
+        worst_fd = fmax(worst_fd, efd);
+        const int ok = mt_all(s == NWATTN_OK && e <= 1e-4 && efd <= 2e-3);
+        if (!ok && mt_rank() == 0)
+            fprintf(stderr, "case %d (n %zu d %zu dv %zu): status %d '%s', grad %.3g fd %.3g\n",
+                    c, n, d, dv, (int)s, err.message, e, efd);
+        assert_true(ok);
+        assert_true(mt_same_everywhere(g, sizeof g));
+        assert_true(mt_same_everywhere(cv, sizeof cv));
+        free(x);
+        free(y);
+    }
+    if (mt_rank() == 0)
+        fprintf(stderr, "%d ranks: largest gradient difference %.3g (finite differences %.3g)\n",
+                mt_size(), worst, worst_fd);
+    /* bad gradient arguments are collective */
+    float x[8] = {0, 1, 2, 3, 4, 5, 6, 7}, y[8] = {1, 0, 1, 0, 1, 0, 1, 0};
+    float h2[2] = {1.0f, 2.0f};
+    double cv[2], g[2];
+    nwattn_mpi_error err;
+    nwattn_regression nw = {NWATTN_KERNEL_GAUSSIAN, NWATTN_LOCAL_CONSTANT, 0};
+    nwattn_status s = nwattn_mpi_nw_cv(fast, MPI_COMM_WORLD, &nw, 4, 1, 1, x, 1, y, 1, 1, h2,
+                                       1, cv, mt_rank() == mt_size() - 1 ? NULL : g, 1, &err);
+    assert_true(mt_all(mt_size() == 1 ? s == NWATTN_OK : s == NWATTN_ERR_BAD_PARAMETER));
+    s = nwattn_mpi_nw_cv(fast, MPI_COMM_WORLD, &nw, 4, 1, 1, x, 1, y, 1, 2, h2, 1, cv, g,
+                         mt_rank() == 0 ? 0 : 1, &err);
+    assert_true(mt_all(s == NWATTN_ERR_BAD_LEADING_DIM && err.rank == 0 &&
+                       strstr(err.message, "ldg")));
+    nwattn_context_destroy(ref);
+    nwattn_context_destroy(fast);
+}
+
+/* Bandwidth selection over ranks: the same bits on every rank, close to the one-process
+ * nwattn_nw_select_bandwidth; bad options refused on every rank. */
+static void selection(void **state) {
+    (void)state;
+    nwattn_context *ref = at_context(NWATTN_BACKEND_REFERENCE, 1);
+    nwattn_context *fast = at_context(NWATTN_BACKEND_AUTO, 1);
+    double worst = 0.0;
+    for (int c = 0; c < 6; c++) {
+        at_rng rng = {0x79200u + (uint64_t)c};
+        const size_t n = 40 + at_below(&rng, 80), d = 1 + (size_t)(c % 2), dv = 1, ldx = d;
+        float *x = at_random(&rng, n * ldx, 0.0f, 6.0f), *y = at_filled(n, 0);
+        for (size_t i = 0; i < n; i++) /* signal in x_0; x_1 (d == 2) is noise */
+            y[i] = sinf(x[i * ldx]) + at_uniform(&rng, -0.3f, 0.3f);
+        nwattn_regression model = {c % 4 < 2 ? NWATTN_KERNEL_GAUSSIAN : NWATTN_KERNEL_LAPLACE,
+                                   NWATTN_LOCAL_CONSTANT, NWATTN_EMPTY_NEAREST};
+        nwattn_cv_options opt;
+        nwattn_cv_options_default(&opt);
+        opt.grid_points = 8;
+        float h1[2], h[2] = {0, 0}, scales[8];
+        double curve[8];
+        nwattn_cv_report rep1, rep;
+        memset(&rep, 0, sizeof rep);
+        assert_int_equal(nwattn_nw_select_bandwidth(ref, &model, n, d, dv, x, ldx, y, 1, &opt,
+                                                    h1, &rep1, NULL, NULL),
+                         NWATTN_OK);
+        size_t counts[64];
+        const size_t off = mt_split(&rng, n, counts, c % 3 == 0 ? c % mt_size() : -1);
+        const size_t cnt = counts[mt_rank()];
+        nwattn_mpi_error err;
+        nwattn_status s = nwattn_mpi_nw_select_bandwidth(
+            fast, MPI_COMM_WORLD, &model, cnt, d, dv, cnt ? x + off * ldx : NULL, ldx,
+            cnt ? y + off : NULL, 1, &opt, h, &rep, scales, curve, &err);
+        /* x_0's bandwidth; x_1 (noise) has a flat CV towards large h, where the two
+         * searches stop apart: there only the CV reached is compared */
+        double e = s == NWATTN_OK ? fabs(log((double)h[0] / (double)h1[0])) : 0.0;
+        e = s == NWATTN_OK ? mt_max(e) : INFINITY;
+        worst = fmax(worst, e);
+        const int ok = mt_all(s == NWATTN_OK && e <= 0.02 &&
+                              fabs(rep.cv - rep1.cv) <= 1e-5 * rep1.cv);
+        if (!ok && mt_rank() == 0)
+            fprintf(stderr, "case %d (n %zu d %zu): status %d '%s', log h differs by %.3g, "
+                    "cv %.17g vs %.17g, converged %d %d\n", c, n, d, (int)s, err.message, e, rep.cv,
+                    rep1.cv, rep.converged, rep1.converged);
+        assert_true(ok);
+        assert_true(mt_same_everywhere(h, sizeof h));
+        assert_true(mt_same_everywhere(&rep, sizeof rep));
+        assert_true(mt_same_everywhere(curve, sizeof curve));
+        free(x);
+        free(y);
+    }
+    if (mt_rank() == 0)
+        fprintf(stderr, "%d ranks: selection within %.3g in log h of one process\n", mt_size(),
+                worst);
+    /* refusals, collective */
+    float x[8] = {0, 1, 2, 3, 4, 5, 6, 7}, y[8] = {1, 0, 1, 0, 1, 0, 1, 0}, h[1];
+    nwattn_regression nw = {NWATTN_KERNEL_GAUSSIAN, NWATTN_LOCAL_CONSTANT, 0};
+    nwattn_cv_options bad = {0};
+    bad.grid_points = mt_rank() == mt_size() - 1 ? 1 : 8;
+    nwattn_mpi_error err;
+    nwattn_status s = nwattn_mpi_nw_select_bandwidth(fast, MPI_COMM_WORLD, &nw, 4, 1, 1, x, 1,
+                                                     y, 1, &bad, h, NULL, NULL, NULL, &err);
+    assert_true(mt_all(s == NWATTN_ERR_BAD_PARAMETER && err.rank == mt_size() - 1 &&
+                       strstr(err.message, "grid_points")));
+    nwattn_cv_options differ = {0};
+    differ.tolerance = mt_rank() == 0 ? 1e-3 : 1e-4;
+    s = nwattn_mpi_nw_select_bandwidth(fast, MPI_COMM_WORLD, &nw, 4, 1, 1, x, 1, y, 1, &differ,
+                                       h, NULL, NULL, NULL, &err);
+    assert_true(mt_all(mt_size() == 1 ? s == NWATTN_OK
+                                      : s == NWATTN_ERR_BAD_PARAMETER &&
+                                            strstr(err.message, "tolerance")));
+    s = nwattn_mpi_nw_select_bandwidth(fast, MPI_COMM_WORLD, &nw, 4, 1, 1, x, 1, y, 1, NULL,
+                                       mt_rank() == 0 ? NULL : h, NULL, NULL, NULL, &err);
+    assert_true(mt_all(s == NWATTN_ERR_NULL_POINTER && err.rank == 0));
+    nwattn_regression linear = {NWATTN_KERNEL_GAUSSIAN, NWATTN_LOCAL_LINEAR, 0};
+    s = nwattn_mpi_nw_select_bandwidth(fast, MPI_COMM_WORLD, &linear, 4, 1, 1, x, 1, y, 1, NULL,
+                                       h, NULL, NULL, NULL, &err);
+    assert_true(mt_all(s == NWATTN_ERR_UNSUPPORTED));
     nwattn_context_destroy(ref);
     nwattn_context_destroy(fast);
 }
@@ -117,11 +287,11 @@ static void refusals(void **state) {
     float ybad[8] = {1, 0, 1, 0, 1, 0, 1, 0};
     if (mt_rank() == mt_size() - 1)
         ybad[2] = NAN;
-    s = nwattn_mpi_nw_cv(ctx, MPI_COMM_WORLD, &nw, 4, 1, 1, x, 1, ybad, 1, 1, &h, 1, cv, &err);
+    s = nwattn_mpi_nw_cv(ctx, MPI_COMM_WORLD, &nw, 4, 1, 1, x, 1, ybad, 1, 1, &h, 1, cv, NULL, 0, &err);
     assert_true(mt_all(s == NWATTN_ERR_BAD_PARAMETER && err.rank == mt_size() - 1));
     /* NULL bandwidths on the last rank only (once a hang: the ranks' checks differed) */
     s = nwattn_mpi_nw_cv(ctx, MPI_COMM_WORLD, &nw, 4, 1, 1, x, 1, y, 1, 1,
-                         mt_rank() == mt_size() - 1 ? NULL : &h, 1, cv, &err);
+                         mt_rank() == mt_size() - 1 ? NULL : &h, 1, cv, NULL, 0, &err);
     assert_true(mt_all(s == NWATTN_ERR_NULL_POINTER && err.rank == mt_size() - 1));
     s = nwattn_mpi_nw_predict(ctx, MPI_COMM_WORLD, mt_rank() == mt_size() - 1 ? NULL : &nw, &h,
                               2, 4, 1, 1, x, 1, x, 1, y, 1, yq, 1, &err);
@@ -129,16 +299,18 @@ static void refusals(void **state) {
                        strstr(err.message, "model is NULL")));
     /* too few points in all, and no spread */
     s = nwattn_mpi_nw_cv(ctx, MPI_COMM_WORLD, &nw, mt_rank() == 0 ? 2 : 0, 1, 1, x, 1, y, 1, 1,
-                         &h, 1, cv, &err);
+                         &h, 1, cv, NULL, 0, &err);
     assert_true(mt_all(s == NWATTN_ERR_DEGENERATE_DATA));
     float same[8] = {2, 2, 2, 2, 2, 2, 2, 2};
-    s = nwattn_mpi_nw_cv(ctx, MPI_COMM_WORLD, &nw, 4, 1, 1, same, 1, y, 1, 1, &h, 1, cv, &err);
+    s = nwattn_mpi_nw_cv(ctx, MPI_COMM_WORLD, &nw, 4, 1, 1, same, 1, y, 1, 1, &h, 1, cv, NULL, 0, &err);
     assert_true(mt_all(s == NWATTN_ERR_DEGENERATE_DATA && strstr(err.message, "one value")));
     nwattn_context_destroy(ctx);
 }
 
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(predict_and_cv),
+    cmocka_unit_test(cv_gradient),
+    cmocka_unit_test(selection),
     cmocka_unit_test(grid_selection),
     cmocka_unit_test(refusals),
 };

@@ -21,7 +21,8 @@ from ._capi import Mask, c_int_value, library_path, size
 from ._context import resolve
 from ._core import make_score
 from ._errors import NWAttnError
-from ._regression import _model
+from ._capi import CvOptions, CvReport
+from ._regression import BandwidthSelection, _default_options, _model
 
 ENV_VAR = "NWATTN_MPI_LIBRARY"
 SONAME = "libnwattn_mpi.so.0"
@@ -74,7 +75,11 @@ _PROTOTYPES = {
     "nwattn_mpi_nw_predict": (c_int, (c_void_p, comm_t, c_void_p, F, S, S, S, S, F, S, F, S,
                                       F, S, F, S, ctypes.POINTER(Error))),
     "nwattn_mpi_nw_cv": (c_int, (c_void_p, comm_t, c_void_p, S, S, S, F, S, F, S, S, F, S,
-                                 F, ctypes.POINTER(Error))),
+                                 F, F, S, ctypes.POINTER(Error))),
+    "nwattn_mpi_nw_select_bandwidth": (c_int, (c_void_p, comm_t, c_void_p, S, S, S, F, S, F, S,
+                                               ctypes.POINTER(CvOptions), F,
+                                               ctypes.POINTER(CvReport), F, F,
+                                               ctypes.POINTER(Error))),
     "nwattn_mpi_zigzag_chunks": (c_int, (S, c_int, c_int, ctypes.POINTER(S),
                                          ctypes.POINTER(S))),
     "nwattn_mpi_version_number": (c_uint, ()),
@@ -243,10 +248,11 @@ def nw_predict(xq, x, y, bandwidth, comm, *, kernel="gaussian", ctx=None):
     return yq
 
 
-def nw_cv(x, y, bandwidths, comm, *, kernel="gaussian", ctx=None):
+def nw_cv(x, y, bandwidths, comm, *, kernel="gaussian", gradient=False, ctx=None):
     """``nwattn_mpi_nw_cv``: the exact leave-one-out CV score for each bandwidth vector of
     ``bandwidths`` ((g, d), or (g,) when d == 1), with the training set sharded (this rank's
-    x, y). Returns g doubles, bit for bit the same on every rank."""
+    x, y). Returns g doubles, bit for bit the same on every rank; with ``gradient=True`` (on
+    every rank) also the analytic dCV/dh, (g, d) doubles: ``(cv, grad)``."""
     ctx = resolve(ctx)
     x, y = _xy(x, y)
     n, d = x.shape
@@ -256,14 +262,55 @@ def nw_cv(x, y, bandwidths, comm, *, kernel="gaussian", ctx=None):
     if bw.ndim != 2 or bw.shape[1] != d:
         raise ValueError(f"bandwidths: shape {bw.shape}, expected (g, {d})")
     cv = np.zeros(bw.shape[0], np.float64)
+    grad = np.zeros((bw.shape[0], d), np.float64) if gradient else None
     model = _model(kernel, "constant", "nearest")
     err = Error()
     status = lib.nwattn_mpi_nw_cv(ctx.handle, _handle(comm), ctypes.byref(model), n, d,
                                   y.shape[1], x.ctypes.data, d, y.ctypes.data, y.shape[1],
                                   bw.shape[0], bw.ctypes.data, d, cv.ctypes.data,
+                                  grad.ctypes.data if gradient else None, d,
                                   ctypes.byref(err))
     _raise(status, err, "nwattn_mpi_nw_cv")
-    return cv
+    return (cv, grad) if gradient else cv
+
+
+def nw_select_bandwidth(x, y, comm, *, kernel="gaussian", grid_points=None, scale_min=None,
+                        scale_max=None, start=None, max_evaluations=None, tolerance=None,
+                        ctx=None):
+    """``nwattn_mpi_nw_select_bandwidth``: :func:`nwattn.select_bandwidth` with the training set
+    sharded (this rank's x, y; options the same on every rank). Returns a
+    nwattn.BandwidthSelection, bit for bit the same on every rank."""
+    ctx = resolve(ctx)
+    x, y = _xy(x, y)
+    n, d = x.shape
+    opts = _default_options()
+    for field, value in (("grid_points", grid_points), ("max_evaluations", max_evaluations)):
+        if value is not None:
+            setattr(opts, field, size(value, field))
+    for field, value in (("scale_min", scale_min), ("scale_max", scale_max),
+                         ("tolerance", tolerance)):
+        if value is not None:
+            setattr(opts, field, float(value))
+    start_arr = None
+    if start is not None:
+        start_arr = np.ascontiguousarray(np.reshape(np.asarray(start, np.float32), -1))
+        if start_arr.shape != (d,):
+            raise ValueError(f"start: {start_arr.size} values, expected {d}")
+        opts.start = start_arr.ctypes.data
+    points = opts.grid_points or _default_options().grid_points
+    model = _model(kernel, "constant", "nearest")
+    bw = np.zeros(d, np.float32)
+    report = CvReport()
+    scales = np.zeros(points, np.float32)
+    curve = np.zeros(points, np.float64)
+    err = Error()
+    status = lib.nwattn_mpi_nw_select_bandwidth(
+        ctx.handle, _handle(comm), ctypes.byref(model), n, d, y.shape[1], x.ctypes.data, d,
+        y.ctypes.data, y.shape[1], ctypes.byref(opts), bw.ctypes.data, ctypes.byref(report),
+        scales.ctypes.data, curve.ctypes.data, ctypes.byref(err))
+    _raise(status, err, "nwattn_mpi_nw_select_bandwidth")
+    return BandwidthSelection(bw, report.cv, report.evaluations, report.flagged_rows,
+                              report.at_grid_edge, bool(report.converged), scales, curve)
 
 
 def zigzag_chunks(n_total, ranks, rank):

@@ -81,6 +81,16 @@ want = want[0] if isinstance(want, tuple) else want
 got = nm.nw_cv(x[a:b], y[a:b], grid, comm)
 expect(np.allclose(got, want, rtol=1e-5), "nw_cv")
 expect(comm.bcast(got.tobytes(), root=0) == got.tobytes(), "nw_cv: the same bits everywhere")
+cv_g, grad = nm.nw_cv(x[a:b], y[a:b], grid, comm, gradient=True)
+want_cv, want_grad = nwattn.nw_cv(x, y, grid, gradient=True, ctx=ref)[:2]
+expect(np.allclose(grad.ravel(), np.ravel(want_grad), rtol=1e-4,
+                   atol=1e-4 * np.max(np.abs(want_grad))), "nw_cv gradient")
+expect(comm.bcast(grad.tobytes(), root=0) == grad.tobytes(), "nw_cv gradient: the same bits")
+sel = nm.nw_select_bandwidth(x[a:b], y[a:b], comm, grid_points=8)
+want_sel = nwattn.select_bandwidth(x, y, grid_points=8, ctx=ref)
+expect(abs(np.log(sel.bandwidths[0] / want_sel.bandwidths[0])) < 0.02, "nw_select_bandwidth")
+expect(comm.bcast(sel.bandwidths.tobytes(), root=0) == sel.bandwidths.tobytes(),
+       "nw_select_bandwidth: the same bits everywhere")
 
 # a collective error: the last rank's q has the wrong width
 q = np.ones((3, 2 if rank != size - 1 else 3), np.float32)
