@@ -14,7 +14,8 @@ Methods: libnwattn's REFERENCE backend (all pairs, double), its direct windowed 
 kernel (the fast sums' exact family), the fast sums with the Gaussian (bound 1e-7), and
 statsmodels' KernelReg (Gaussian, its only smooth continuous kernel). A method stops at the
 first n whose predicted time (the last one times the growth of its last two; at least 100
-for the all-pairs ones, 10 for the others) is above --budget seconds. Single runs on a shared machine: the times are noisy; nothing here is
+for the all-pairs ones, 10 for the others; a selection at least 10 CV scores at that n) is
+above --budget seconds. Single runs on a shared machine: the times are noisy; nothing here is
 asserted.
 """
 import argparse
@@ -89,7 +90,11 @@ def main():
                     growth = 100.0 if m in ("reference", "statsmodels") else 10.0
                     if len(done) >= 2:
                         growth = max(growth, series[done[-1]] / series[done[-2]])
-                    if series[done[-1]] * growth > args.budget:
+                    predicted = series[done[-1]] * growth
+                    cv_now = times[name]["cv"].get(n)
+                    if t == "select" and cv_now is not None:  # >= 10 CV evaluations
+                        predicted = max(predicted, 10.0 * cv_now)
+                    if predicted > args.budget:
                         stopped[(m, k, t)] = True
                         continue
                 if m == "statsmodels":
