@@ -20,7 +20,8 @@ static nwattn_context *method_context(nwattn_nw_method method, size_t threads) {
 }
 
 /* Data shapes: 0 uniform, 1 clustered (three tight clumps), 2 lattice with many ties,
- * 3 huge offset (1e6 + uniform on [0, 1)), 4 one far outlier. */
+ * 3 huge offset (1e6 + uniform on [0, 1)), 4 one far outlier, 5 signs and magnitudes for
+ * the radix sort (negative and positive, -0 and +0, ties, 1e-30 to 1e3). */
 static void make_data(int shape, size_t n, nwattn_rng *rng, float *x, float *y) {
     for (size_t j = 0; j < n; j++) {
         double u = nwattn_rng_uniform(rng);
@@ -37,6 +38,11 @@ static void make_data(int shape, size_t n, nwattn_rng *rng, float *x, float *y) 
         case 4:
             x[j] = j == 0 ? 1000.0f : (float)u;
             break;
+        case 5: {
+            static const float pick[] = {-0.0f, 0.0f, -1e-30f, 1e-30f, -2.5f, 2.5f, 1e3f, -1e3f};
+            x[j] = j % 3 == 0 ? pick[nwattn_rng_next(rng) % 8] : (float)(6.0 * u - 3.0);
+            break;
+        }
         default:
             x[j] = (float)(3.0 * u);
         }
@@ -95,6 +101,51 @@ static void test_cv_random(void **state) {
     check_cv(0, 600, 1, grid, 4, 1e-9); /* several blocks of 256 */
     check_cv(1, 400, 1, grid, 4, 1e-8); /* clusters: gaps of 5 between clumps of 1e-3 */
     check_cv(2, 300, 1, grid, 4, 1e-9); /* ties */
+    check_cv(5, 700, 1, grid, 4, 1e-8); /* signs, zeros of both signs, 3 radix digits */
+}
+
+/* The sort of the training copy (once per call, shared by every evaluation of a selection):
+ * inputs that differ only in the order of distinct values (ties keep their relative order)
+ * give bit-identical CV values and gradients, by both the fast sums and the direct rows. */
+static void test_sort_order_bits(void **state) {
+    (void)state;
+    nwattn_rng rng;
+    nwattn_rng_seed(&rng, 23);
+    const size_t n = 900;
+    float *x = nt_alloc(n * sizeof(float)), *y = nt_alloc(n * sizeof(float));
+    float *xs = nt_alloc(n * sizeof(float)), *ys = nt_alloc(n * sizeof(float));
+    size_t *order = nt_alloc(n * sizeof(size_t));
+    make_data(5, n, &rng, x, y);
+    for (size_t j = 0; j < n; j++)
+        order[j] = j;
+    /* a stable insertion sort by value (-0 == +0): the input order of ties is kept */
+    for (size_t j = 1; j < n; j++)
+        for (size_t i = j; i > 0 && x[order[i]] < x[order[i - 1]]; i--) {
+            size_t t = order[i];
+            order[i] = order[i - 1], order[i - 1] = t;
+        }
+    for (size_t j = 0; j < n; j++)
+        xs[j] = x[order[j]], ys[j] = y[order[j]];
+    const float h[] = {0.02f, 0.3f};
+    const nwattn_nw_method methods[] = {NWATTN_NW_METHOD_FASTSUM, NWATTN_NW_METHOD_DIRECT};
+    for (size_t m = 0; m < 2; m++)
+        for (size_t k = 0; k < KERNELS; k++) {
+            nwattn_context *ctx = method_context(methods[m], 2);
+            nwattn_regression model = {family[k], NWATTN_LOCAL_LINEAR, 0};
+            double cv[2][2], g[2][2];
+            NT_ASSERT_OK(ctx, nwattn_nw_cv(ctx, &model, n, 1, 1, x, 1, y, 1, 2, h, 1, cv[0], g[0],
+                                           1, NULL));
+            NT_ASSERT_OK(ctx, nwattn_nw_cv(ctx, &model, n, 1, 1, xs, 1, ys, 1, 2, h, 1, cv[1],
+                                           g[1], 1, NULL));
+            for (size_t b = 0; b < 2; b++)
+                if (memcmp(&cv[0][b], &cv[1][b], sizeof(double)) != 0 ||
+                    memcmp(&g[0][b], &g[1][b], sizeof(double)) != 0)
+                    fail_msg("method %zu kernel %d h %g: cv %.17g vs %.17g, grad %.17g vs %.17g",
+                             m, (int)family[k], (double)h[b], cv[0][b], cv[1][b], g[0][b],
+                             g[1][b]);
+            nwattn_context_destroy(ctx);
+        }
+    free(x), free(y), free(xs), free(ys), free(order);
 }
 
 /* x ~ 1e6 with spread 1: an expansion about the origin would cancel like 2^-53 (1e6 / h)^k. */
@@ -419,6 +470,7 @@ static void test_gauss_cv_bound(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_cv_random),
+        cmocka_unit_test(test_sort_order_bits),
         cmocka_unit_test(test_cv_huge_offset),
         cmocka_unit_test(test_cv_extreme_bandwidths),
         cmocka_unit_test(test_predict_anywhere),

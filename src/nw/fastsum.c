@@ -77,19 +77,53 @@ static void translate(size_t v, size_t k1, double delta, const double *in, doubl
 /* δ between points j - 1 and j (j >= 1). */
 static double gap(const nw_fastsum *fs, size_t j) { return (fs->x[j] - fs->x[j - 1]) * fs->inv_h; }
 
-/* next = e^{-δ} T_δ(prev) + c_j e_0 (prev and next may not alias); decay = e^{-δ}. */
-static void step(const nw_fastsum *fs, double delta, double decay, const double *prev, size_t j,
-                 double *next) {
-    const size_t v = fs->v, k1 = fs->k1;
+/* next = e^{-δ} T_δ(prev) + c_j e_0 (prev and next may not alias); decay = e^{-δ}. The
+ * recursions' inner step: one copy per K (inlined, so that its loops unroll), chosen by one
+ * predictable switch per point instead of a call per vector. */
+static inline void step_k(const nw_fastsum *fs, size_t K, double delta, double decay,
+                          const double *prev, size_t j, double *next) {
+    const size_t v = fs->v;
     if (decay > 0.0) {
-        translate(v, k1, delta, prev, next);
-        for (size_t i = 0; i < v * k1; i++)
-            next[i] *= decay;
+        double pw[NW_FS_KMAX], in[NW_FS_KMAX];
+        pw[0] = 1.0;
+        for (size_t m = 1; m < K; m++)
+            pw[m] = pw[m - 1] * delta * (1.0 / (double)m);
+        for (size_t a = 0; a < v; a++) {
+            for (size_t k = 0; k < K; k++) /* scalar copies: no vector load of pw's stores */
+                in[k] = prev[a * K + k];
+            for (size_t k = 0; k < K; k++) {
+                double sum = pw[k] * in[0]; /* = 0.0 + it, but for the sign of a zero */
+                for (size_t i = 1; i <= k; i++)
+                    sum += pw[k - i] * in[i];
+                next[a * K + k] = sum * decay;
+            }
+        }
     } else {
-        memset(next, 0, v * k1 * sizeof(double));
+        for (size_t i = 0; i < v * K; i++)
+            next[i] = 0.0;
     }
     for (size_t a = 0; a < v; a++)
-        next[a * k1] += fs->c[a * fs->n + j];
+        next[a * K] += fs->c[a * fs->n + j];
+}
+
+static void step(const nw_fastsum *fs, double delta, double decay, const double *prev, size_t j,
+                 double *next) {
+    switch (fs->k1) {
+#define NW_FS_CASE(K)                                                                              \
+    case K:                                                                                        \
+        step_k(fs, K, delta, decay, prev, j, next);                                                \
+        return;
+        NW_FS_CASE(1)
+        NW_FS_CASE(2)
+        NW_FS_CASE(3)
+        NW_FS_CASE(4)
+        NW_FS_CASE(5)
+        NW_FS_CASE(6)
+        NW_FS_CASE(7)
+#undef NW_FS_CASE
+    default:
+        step_k(fs, fs->k1, delta, decay, prev, j, next);
+    }
 }
 
 typedef struct pass_job {
