@@ -83,9 +83,10 @@ robust_valgrind() {
                        "--suppressions=$NWATTN_CI_ROOT/.ci/valgrind-python.supp")
     [[ -f /usr/lib/valgrind/python3.supp ]] || python_supp=("${python_supp[@]:1}")
     # shellcheck disable=SC2086  # $supp is one option
-    # Without torch: importing it alone takes minutes under memcheck (python/tests/conftest.py).
+    # Without torch (minutes to import under memcheck) and scipy (its Boost ufuncs fail to
+    # initialise under valgrind, and scikit-learn and statsmodels need it): conftest.py.
     OPENBLAS_NUM_THREADS=1 PYTHONMALLOC=malloc PYTHONDONTWRITEBYTECODE=1 \
-        NWATTN_LIBRARY="$dir/src/libnwattn.so.0" NWATTN_TESTS_WITHOUT_TORCH=valgrind \
+        NWATTN_LIBRARY="$dir/src/libnwattn.so.0" NWATTN_TESTS_WITHOUT=torch,scipy,sklearn,statsmodels \
         valgrind -q --error-exitcode=99 --leak-check=full --show-leak-kinds=definite \
             --errors-for-leak-kinds=definite $supp "${python_supp[@]}" \
             /usr/bin/python3 "$NWATTN_CI_ROOT/python/tests/run_ctest.py"

@@ -21,15 +21,20 @@ from ._stats import (Bands, FitSummary, Inference, Variance, kde, kde_cv, kde_se
                      nw_bootstrap_bands, nw_inference, nw_select_bandwidth_weighted, nw_summary)
 from ._mixed import mixed_cv, mixed_kde, mixed_predict, mixed_select_bandwidth
 from ._sklearn import NWResults
-from ._sklearn import _HAVE_SKLEARN
-if _HAVE_SKLEARN:  # scikit-learn is optional
-    from ._sklearn import NadarayaWatson
 from ._autograd import attention_backward, nw_predict_backward, pool_backward
 
 
 
 def __getattr__(name):
-    """nwattn.autograd (torch.autograd.Functions) imports torch on first access only."""
+    """nwattn.autograd (torch.autograd.Functions) and nwattn.NadarayaWatson (the scikit-learn
+    estimator) import torch and scikit-learn on first access only."""
+    if name == "NadarayaWatson":
+        try:
+            from ._estimator import NadarayaWatson
+        except ImportError as e:  # no scikit-learn: as if the attribute did not exist
+            raise AttributeError(f"nwattn.NadarayaWatson needs scikit-learn ({e})") from None
+        globals()["NadarayaWatson"] = NadarayaWatson
+        return NadarayaWatson
     if name == "autograd":
         try:
             from . import _torch_layer
@@ -76,4 +81,4 @@ __all__ = [
     "Bands", "FitSummary", "Inference", "Variance", "kde", "kde_cv", "kde_select_bandwidth",
     "nw_bootstrap_bands", "nw_inference", "nw_select_bandwidth_weighted", "nw_summary",
     "NWResults", "mixed_cv", "mixed_kde", "mixed_predict", "mixed_select_bandwidth",
-] + (["NadarayaWatson"] if _HAVE_SKLEARN else [])
+]

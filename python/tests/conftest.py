@@ -4,12 +4,14 @@ import os
 import pathlib
 import sys
 
-# NWATTN_TESTS_WITHOUT_TORCH=reason: run as if torch were not installed (the torch tests skip,
-# nwattn.autograd is absent). Set for AddressSanitizer builds, where torch's C++ exceptions
-# meet the preloaded runtime's __cxa_throw interceptor before libstdc++ is resolved (a
-# CHECK failure inside ASan), and under valgrind, where importing torch alone takes minutes.
-if os.environ.get("NWATTN_TESTS_WITHOUT_TORCH"):
-    sys.modules["torch"] = None  # `import torch` now raises ImportError
+# NWATTN_TESTS_WITHOUT=torch,scipy,...: run as if those packages were not installed (their
+# tests skip; nwattn.autograd and nwattn.NadarayaWatson are absent). Set for AddressSanitizer
+# builds (torch: its C++ exceptions meet the preloaded runtime's __cxa_throw interceptor before
+# libstdc++ is resolved, a CHECK failure inside ASan) and under valgrind (torch takes minutes
+# to import there, and scipy's Boost ufuncs fail to initialise under valgrind's emulation of
+# long double, taking scikit-learn and statsmodels with them).
+for _module in filter(None, os.environ.get("NWATTN_TESTS_WITHOUT", "").split(",")):
+    sys.modules[_module.strip()] = None  # `import <module>` now raises ImportError
 
 import numpy as np
 import pytest
