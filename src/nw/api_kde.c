@@ -33,9 +33,7 @@ nwattn_status nwattn_kde(nwattn_context *ctx, const float *bandwidths, size_t m,
     NW_TRY(nw_check_finite(ctx, "x", x, n, d, ldx));
     NW_TRY(nw_check_finite(ctx, "xq", xq, m, d, ldq));
     NW_TRY(nw_check_obs_weights(ctx, obs_weights, n, 1));
-    double total = 0.0;
-    for (size_t j = 0; j < n; j++)
-        total += nw_obs_weight(obs_weights, j);
+    const double total = nw_obs_weight_total(obs_weights, n);
     for (size_t i = 0; i < m; i++) {
         double sum = 0.0;
         for (size_t j = 0; j < n; j++) {
@@ -70,9 +68,7 @@ nwattn_status nwattn_kde_cv(nwattn_context *ctx, size_t n_bw, const float *bandw
         NW_TRY(nw_check_bandwidths(ctx, "bandwidths", bandwidths + g * ldb, d));
     NW_TRY(nw_check_finite(ctx, "x", x, n, d, ldx));
     NW_TRY(nw_check_obs_weights(ctx, obs_weights, n, 2));
-    double total = 0.0;
-    for (size_t j = 0; j < n; j++)
-        total += nw_obs_weight(obs_weights, j);
+    const double total = nw_obs_weight_total(obs_weights, n);
     for (size_t g = 0; g < n_bw; g++) {
         const float *h = bandwidths + g * ldb;
         double integral = 0.0, loo = 0.0, ll = 0.0;

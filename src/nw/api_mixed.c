@@ -224,9 +224,7 @@ nwattn_status nwattn_mixed_kde(nwattn_context *ctx, const nwattn_var_type *types
     NW_TRY(nw_check_obs_weights(ctx, obs_weights, n, loglik != NULL ? 2 : 1));
     mixed mx;
     NW_TRY(prepare(ctx, &mx, types, n, d, x, ldx));
-    double total = 0.0;
-    for (size_t j = 0; j < n; j++)
-        total += nw_obs_weight(obs_weights, j);
+    const double total = nw_obs_weight_total(obs_weights, n);
     for (size_t i = 0; i < m; i++) {
         double sum = 0.0;
         for (size_t j = 0; j < n; j++) {

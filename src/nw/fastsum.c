@@ -55,19 +55,17 @@ static inline void translate_k(size_t v, size_t K, double delta, const double *i
         }
 }
 
+/* The moment counts K with a copy of their own (inlined, loops unrolled); others take the
+ * generic one. */
+#define NW_FS_EACH_K(CASE) CASE(1) CASE(2) CASE(3) CASE(4) CASE(5) CASE(6) CASE(7)
+
 static void translate(size_t v, size_t k1, double delta, const double *in, double *out) {
     switch (k1) {
 #define NW_FS_CASE(K)                                                                              \
     case K:                                                                                        \
         translate_k(v, K, delta, in, out);                                                         \
         return;
-        NW_FS_CASE(1)
-        NW_FS_CASE(2)
-        NW_FS_CASE(3)
-        NW_FS_CASE(4)
-        NW_FS_CASE(5)
-        NW_FS_CASE(6)
-        NW_FS_CASE(7)
+        NW_FS_EACH_K(NW_FS_CASE)
 #undef NW_FS_CASE
     default:
         translate_k(v, k1, delta, in, out);
@@ -113,13 +111,7 @@ static void step(const nw_fastsum *fs, double delta, double decay, const double 
     case K:                                                                                        \
         step_k(fs, K, delta, decay, prev, j, next);                                                \
         return;
-        NW_FS_CASE(1)
-        NW_FS_CASE(2)
-        NW_FS_CASE(3)
-        NW_FS_CASE(4)
-        NW_FS_CASE(5)
-        NW_FS_CASE(6)
-        NW_FS_CASE(7)
+        NW_FS_EACH_K(NW_FS_CASE)
 #undef NW_FS_CASE
     default:
         step_k(fs, fs->k1, delta, decay, prev, j, next);

@@ -31,6 +31,13 @@ static inline double nw_obs_weight(const float *obs, size_t j) {
     return obs != NULL ? (double)obs[j] : 1.0;
 }
 static inline double nw_obs(const nw_smoother *sm, size_t j) { return nw_obs_weight(sm->obs, j); }
+/* The total observation weight of n points (n for unit weights). */
+static inline double nw_obs_weight_total(const float *obs, size_t n) {
+    double total = 0.0;
+    for (size_t j = 0; j < n; j++)
+        total += nw_obs_weight(obs, j);
+    return total;
+}
 
 /* The N(0, h^2) density at distance diff: the continuous kernel of every density here. */
 static inline double nw_gauss_density(double diff, double h) {
