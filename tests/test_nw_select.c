@@ -8,13 +8,6 @@ static const nwattn_kernel all_kernels[] = {NWATTN_KERNEL_GAUSSIAN, NWATTN_KERNE
                                             NWATTN_KERNEL_EPANECHNIKOV, NWATTN_KERNEL_TRICUBE,
                                             NWATTN_KERNEL_UNIFORM};
 
-/* NWATTN_TEST_SMALL (set by CI's valgrind stage): smaller data and grids, through the same
- * code, so that memcheck's ~50x slowdown stays affordable. The checks are the same. */
-static int small_shapes(void) {
-    const char *v = getenv("NWATTN_TEST_SMALL");
-    return v != NULL && v[0] != '\0' && strcmp(v, "0") != 0;
-}
-
 static void test_options_default(void **state) {
     (void)state;
     nwattn_cv_options o;
@@ -35,11 +28,11 @@ static void test_one_dimension_optimal(void **state) {
                    *ref = nt_context(NWATTN_BACKEND_REFERENCE);
     nwattn_rng rng;
     nwattn_rng_seed(&rng, 21);
-    const size_t n = small_shapes() ? 120 : 150;
+    const size_t n = nt_small_shapes() ? 120 : 150;
     float x[150], y[150];
     NT_ASSERT_OK(fast, nwattn_dataset_generate(fast, NWATTN_DATASET_SINE, &rng, n, x, y));
     enum { DENSE_MAX = 301 };
-    const size_t DENSE = small_shapes() ? 61 : DENSE_MAX;
+    const size_t DENSE = nt_small_shapes() ? 61 : DENSE_MAX;
     float dense[DENSE_MAX];
     double dense_cv[DENSE_MAX];
     for (size_t k = 0; k < 5; k++)
@@ -225,7 +218,7 @@ static void test_compact_admissible(void **state) {
 static void test_consistency(void **state) {
     (void)state;
     nwattn_context *ctx = nt_context(NWATTN_BACKEND_AUTO);
-    const size_t sizes[3] = {50, 400, small_shapes() ? 1600 : 3200};
+    const size_t sizes[3] = {50, 400, nt_small_shapes() ? 1600 : 3200};
     double mse_cv[3], mse_fixed[3];
     float xt[50], ft[50], pred[50];
     for (int i = 0; i < 50; i++)
