@@ -49,6 +49,18 @@ static void check_finite(nm_call *call, const char *name, const float *a, size_t
             }
 }
 
+/* Whether a row's sums (with the gradient's, and the finish's scratch) are far from
+ * overflowing size_t, as the core's model check asks. */
+static int sums_fit(int linear, size_t d, size_t dv) {
+    if (d > SIZE_MAX / 64 || dv > SIZE_MAX / 64)
+        return 0;
+    const size_t p = linear ? d + 1 : 1;
+    size_t p2, pdv, all;
+    return nw_mul(p, p, &p2) && nw_mul(p, dv, &pdv) && nw_add(p2, pdv, &all) &&
+           nw_mul(all, d + 1, &all) && nw_add(all, 4 * p + p2 + 2 * pdv, &all) &&
+           nw_mul(all, 2 * sizeof(double), &all);
+}
+
 /* The checks every rank makes before the pooling: the model, finite data, the global n. */
 static nwattn_status check_regression(nm_call *call, const nwattn_regression *model,
                                       size_t n_local, size_t d, size_t dv, const float *x,
@@ -72,7 +84,7 @@ static nwattn_status check_regression(nm_call *call, const nwattn_regression *mo
     else if (model->empty != NWATTN_EMPTY_NEAREST && model->empty != NWATTN_EMPTY_NAN &&
              model->empty != NWATTN_EMPTY_ZERO)
         nm_fail(call, NWATTN_ERR_BAD_ENUM, "unknown empty-row policy %d", (int)model->empty);
-    if (d > 4096 || dv > 65536) /* a row's local linear sums stay far from overflow */
+    if (model != NULL && !sums_fit(model->degree == NWATTN_LOCAL_LINEAR, d, dv))
         nm_fail(call, NWATTN_ERR_OVERFLOW, "d = %zu and dv = %zu are too large", d, dv);
     if (d == 0)
         nm_fail(call, NWATTN_ERR_BAD_DIMENSION, "d is 0");
