@@ -186,37 +186,65 @@ NWATTN_MPI_API nwattn_status nwattn_mpi_ulysses_attention(
 
 /* ---- 4. Nadaraya-Watson regression over a sharded training set --------------------------- */
 /* The training pairs (x, y) are sharded (n_local rows on this rank, rank order); queries xq
- * (m × d) are replicated, and every rank receives all m predictions yq (m × dv).
- * Local constant Gaussian and Laplace kernels (model->degree NWATTN_LOCAL_CONSTANT, kernel
- * NWATTN_KERNEL_GAUSSIAN or _LAPLACE), which are max-shifted poolings: the same estimate as
- * nwattn_nw_predict on the concatenated training set, within docs/mpi.md's bound. Other
- * models return NWATTN_ERR_UNSUPPORTED on every rank. The global n must be >= 1. */
+ * (m × d) are replicated, and every rank receives all m predictions yq (m × dv): the estimate
+ * of nwattn_nw_predict on the concatenated training set, every model it accepts (all seven
+ * kernels, local constant and local linear, the three empty-row policies), per-dimension
+ * bandwidths (d values), within docs/mpi.md's bound.
+ * - Local constant Gaussian and Laplace without weights: max-shifted poolings, through
+ *   nwattn_mpi_pool_sharded_keys (the context's backend; never flagged).
+ * - Everything else: the core's REFERENCE rows (double weights with libm's exp) on each
+ *   rank's points: per query the moment sums (Σw, Σw·u, Σw·u u', Σw·y, Σw·u y': u the scaled
+ *   offsets; Σw and Σw·y for local constant), each rank's shifted by its own nearest t, are
+ *   gathered once per block of queries (one MPI_Allgather of doubles), rescaled to the
+ *   smallest shift and added in rank order on every rank, then finished by the core's rule
+ *   (the Cholesky solve, its singular test and local constant fallback; the empty-row
+ *   policy, whose nearest points are searched over every rank): every rank computes the
+ *   same bits. Cost O(m · n_local · d · p²) per rank (p = 1, or d + 1 for local linear),
+ *   in double; the context's backend, threads and nw_method are not used.
+ * weights (optional, NULL on every rank or on none): this rank's columns of the m × n
+ *   weights, m × n_local (ldw >= n_local), as nwattn_nw_predict's for its points.
+ * row_flags (m bytes) and n_flagged, optional: as nwattn_nw_predict's, the same on every rank.
+ * Replicated: model, bandwidths, m, d, dv, xq (compared by a hash). The global n must be >= 1.
+ * Accuracy (tested against nwattn_nw_predict under REFERENCE on 1-4 ranks, random shards
+ * with empty ones): the second path differs from the one-process reference only by the order
+ * of double additions (rank by rank) and one rescaling per rank, so predictions agree to
+ * float rounding (bound 1e-6 · max|y|, rows whose local linear system is far from the
+ * singular threshold); they depend on the rank count only in those double roundings. */
 NWATTN_MPI_API nwattn_status nwattn_mpi_nw_predict(
     nwattn_context *ctx, MPI_Comm comm, const nwattn_regression *model,
     const float *bandwidths, size_t m, size_t n_local, size_t d, size_t dv,
     const float *xq, size_t ldq, const float *x, size_t ldx, const float *y, size_t ldy,
-    float *yq, size_t ldyq, nwattn_mpi_error *error);
+    float *yq, size_t ldyq, float *weights, size_t ldw, unsigned char *row_flags,
+    size_t *n_flagged, nwattn_mpi_error *error);
 
-/* The exact leave-one-out CV score of nwattn_nw_cv (same models as nwattn_mpi_nw_predict) for
- * n_bw bandwidth vectors, with the training set sharded: each rank's points are the queries of
- * a ring pass (nwattn_mpi_ring_attention's schedule, leave-one-out on global positions) over
- * every rank's points, so no rank ever holds more than two shards. Each rank sums its points'
- * squared residuals in double; the per-rank sums are gathered and added in rank order on every
- * rank, so cv[g] is the same double on every rank, bit for bit.
- * gradient (n_bw × d, ldg), optional (NULL on every rank or on none): dCV/dh_k at each, as
- * nwattn_nw_cv's, analytic: d yhat_i / dlog h_k = sum_j p_ij g_ijk (y_j - yhat_i), with
- * g = u_k^2 (Gaussian) or u_k^2 / sqrt(t) (Laplace). A second ring pass (blocking
- * MPI_Sendrecv of the (x, y) blocks) carries per query, in double, the normaliser and the d
- * sums from the first pass's fit and log normalisers; the per-rank sums are added in rank
- * order, so the gradient too is the same double on every rank. Within 1e-4 relative (of the
- * largest component) of nwattn_nw_cv's gradient (tested; the fit it starts from is float).
+/* The exact leave-one-out CV score of nwattn_nw_cv (every model nwattn_mpi_nw_predict takes)
+ * for n_bw bandwidth vectors, with the training set sharded; each rank's points are the
+ * queries of a ring pass over every rank's points (leave-one-out on global positions), so no
+ * rank ever holds more than two shards. cv[g] is the same double on every rank, bit for bit:
+ * each rank sums its own rows in row order, the per-rank sums are gathered and added in rank
+ * order. flagged (n_bw, optional): leave-one-out rows on the local linear fallback (or empty:
+ * then cv is +INFINITY and the gradient 0), as nwattn_nw_cv's.
+ * gradient (n_bw × d, ldg), optional (NULL on every rank or on none): dCV/dh_k, analytic.
+ * - Local constant Gaussian and Laplace: the pooling ring (nwattn_mpi_ring_attention's
+ *   schedule, float fit) for the CV; with the gradient a second ring pass (blocking
+ *   MPI_Sendrecv of the (x, y) blocks) carries per query, in double, the normaliser and the
+ *   d sums d yhat_i / dlog h_k = sum_j p_ij g_ijk (y_j - yhat_i), g = u_k^2 (Gaussian) or
+ *   u_k^2 / sqrt(t) (Laplace), from the first pass's fit. CV within 1e-5 relative,
+ *   gradient within 1e-4 of the largest component, of nwattn_nw_cv's (tested).
+ * - Every other model: one ring pass (blocking MPI_Sendrecv) per bandwidth of the core's
+ *   REFERENCE rows with the gradient sums, each visiting block's sums rescaled to the
+ *   smaller shift and added to the row's (block order: this rank's, then r-1, r-2, ...),
+ *   finished by the core's rule: in double throughout, CV within 1e-9 relative and the
+ *   gradient within 1e-6 of the largest component of nwattn_nw_cv under REFERENCE (tested;
+ *   both grow like 2^-53 / rcond near the local linear systems' singular threshold).
+ *   The uniform kernel's gradient is 0, as the core's.
  * The global n must be >= 3 (NWATTN_ERR_DEGENERATE_DATA). */
 NWATTN_MPI_API nwattn_status nwattn_mpi_nw_cv(
     nwattn_context *ctx, MPI_Comm comm, const nwattn_regression *model,
     size_t n_local, size_t d, size_t dv,
     const float *x, size_t ldx, const float *y, size_t ldy,
     size_t n_bw, const float *bandwidths, size_t ldb, double *cv,
-    double *gradient, size_t ldg, nwattn_mpi_error *error);
+    double *gradient, size_t ldg, size_t *flagged, nwattn_mpi_error *error);
 
 /* nwattn_nw_select_bandwidth over a sharded training set: the same search (grid of scales of
  * the start, then the d == 1 bracketing refinement or BFGS on log h; one implementation,
@@ -226,9 +254,11 @@ NWATTN_MPI_API nwattn_status nwattn_mpi_nw_cv(
  * so every rank takes the same steps and returns the same bandwidths, bit for bit (tested on
  * 1-4 ranks). Against the one-process selection the CV values differ by rounding (docs/
  * mpi.md's bound), so the chosen bandwidths agree to about the tolerance, not bit for bit.
- * Replicated: model, d, dv, options (and options->start's d values). Gaussian and Laplace
- * local constant only (no compact kernel: the grid is not raised to an admissible scale);
- * report->flagged_rows is 0. Outputs as nwattn_nw_select_bandwidth's, on every rank. */
+ * Replicated: model, d, dv, options (and options->start's d values). Every model of
+ * nwattn_mpi_nw_cv: for a compact kernel the grid's lower end is raised to the smallest
+ * admissible scale as the core does (the largest nearest-neighbour distance from a ring
+ * pass, combined by MPI_MAX: exact); the uniform kernel uses the golden-section search.
+ * Outputs as nwattn_nw_select_bandwidth's (report->flagged_rows included), on every rank. */
 NWATTN_MPI_API nwattn_status nwattn_mpi_nw_select_bandwidth(
     nwattn_context *ctx, MPI_Comm comm, const nwattn_regression *model,
     size_t n_local, size_t d, size_t dv,

@@ -9,6 +9,7 @@
 
 #include "call.h"
 #include "cv_search.h"
+#include "nw_rows.h"
 
 typedef struct mpi_eval {
     nwattn_context *ctx;
@@ -26,7 +27,7 @@ typedef struct mpi_eval {
  * search at its next check. */
 static double sharded_cv(void *arg, const double *h, double *grad, size_t *flagged) {
     mpi_eval *e = arg;
-    *flagged = 0; /* local constant: no fallback rows */
+    *flagged = 0;
     if (e->status != NWATTN_OK)
         return NAN;
     for (size_t k = 0; k < e->d; k++)
@@ -34,7 +35,7 @@ static double sharded_cv(void *arg, const double *h, double *grad, size_t *flagg
     double cv = NAN;
     nwattn_status status =
         nwattn_mpi_nw_cv(e->ctx, e->comm, e->model, e->n_local, e->d, e->dv, e->x, e->ldx, e->y,
-                         e->ldy, 1, e->hf, e->d, &cv, grad, e->d, &e->error);
+                         e->ldy, 1, e->hf, e->d, &cv, grad, e->d, flagged, &e->error);
     if (status != NWATTN_OK) {
         e->status = status;
         e->search->max_evals = 0;
@@ -118,7 +119,7 @@ nwattn_status nwattn_mpi_nw_select_bandwidth(
     /* The model, the data and the global n >= 3, checked (collectively) by the CV itself. */
     double unused;
     status = nwattn_mpi_nw_cv(ctx, call.comm, model, n_local, d, dv, x, ldx, y, ldy, 0, NULL,
-                              d, &unused, NULL, d, error);
+                              d, &unused, NULL, d, NULL, error);
     if (status != NWATTN_OK) {
         call.error = NULL; /* keep the CV's report */
         return nm_end(&call, status);
@@ -154,15 +155,32 @@ nwattn_status nwattn_mpi_nw_select_bandwidth(
             normal_reference(&call, n_local, n, d, x, ldx, parts, start);
         status = nm_agree(&call);
     }
+    /* A compact kernel: the grid's lower end raised to an admissible scale (every point with
+     * a neighbour inside its support at the start), from the largest nearest-neighbour t of
+     * a ring pass (MPI_MAX: exact, the same on every rank). */
+    double lo = log((double)opt.scale_min), hi = log((double)opt.scale_max);
+    nw_model mod;
+    nm_rows_model(model, d, dv, &mod);
+    if (status == NWATTN_OK && nw_kernel_compact(mod.kernel)) {
+        double largest = 0.0;
+        status = nm_rows_cv(&call, &mod, counts, n_local, x, ldx, y, ldy, start, 0, NULL,
+                            &largest);
+        int rc = status == NWATTN_OK ? MPI_Allreduce(MPI_IN_PLACE, &largest, 1, MPI_DOUBLE,
+                                                     MPI_MAX, call.comm)
+                                     : MPI_SUCCESS;
+        if (rc != MPI_SUCCESS)
+            nm_mpi_failed(&call, rc, "the largest nearest-neighbour distance");
+        status = nm_agree(&call);
+        nw_search_raise_grid(largest, grid, &lo, &hi);
+    }
     if (status == NWATTN_OK) {
         for (size_t k = 0; k < d; k++)
             best_h[k] = 0.0;
-        nw_search s = {sharded_cv, NULL, 0, d, start, h, grad, 0, opt.max_evaluations,
-                       INFINITY, best_h, 0};
+        nw_search s = {sharded_cv, NULL, model->kernel == NWATTN_KERNEL_UNIFORM, d, start, h,
+                       grad, 0, opt.max_evaluations, INFINITY, best_h, 0};
         mpi_eval e = {ctx, call.comm, model, n_local, d, dv, ldx, ldy, x, y, hf, &s,
                       NWATTN_OK, {0}};
         s.arg = &e;
-        const double lo = log((double)opt.scale_min), hi = log((double)opt.scale_max);
         size_t best = 0;
         int converged = 0;
         const int finite =
@@ -182,7 +200,7 @@ nwattn_status nwattn_mpi_nw_select_bandwidth(
             if (report != NULL) {
                 report->cv = s.best_cv;
                 report->evaluations = s.evals;
-                report->flagged_rows = 0;
+                report->flagged_rows = s.best_flagged;
                 report->at_grid_edge = best == 0 ? -1 : best + 1 == grid ? 1 : 0;
                 report->converged = converged;
             }

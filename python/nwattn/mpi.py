@@ -73,9 +73,9 @@ _PROTOTYPES = {
     "nwattn_mpi_ulysses_attention": (c_int, (c_void_p, comm_t, c_void_p, c_uint, S, S, S, S,
                                              F, S, F, S, F, S, F, S, ctypes.POINTER(Error))),
     "nwattn_mpi_nw_predict": (c_int, (c_void_p, comm_t, c_void_p, F, S, S, S, S, F, S, F, S,
-                                      F, S, F, S, ctypes.POINTER(Error))),
+                                      F, S, F, S, F, S, F, F, ctypes.POINTER(Error))),
     "nwattn_mpi_nw_cv": (c_int, (c_void_p, comm_t, c_void_p, S, S, S, F, S, F, S, S, F, S,
-                                 F, F, S, ctypes.POINTER(Error))),
+                                 F, F, S, F, ctypes.POINTER(Error))),
     "nwattn_mpi_nw_select_bandwidth": (c_int, (c_void_p, comm_t, c_void_p, S, S, S, F, S, F, S,
                                                ctypes.POINTER(CvOptions), F,
                                                ctypes.POINTER(CvReport), F, F,
@@ -224,10 +224,15 @@ def _xy(x, y):
     return x, y
 
 
-def nw_predict(xq, x, y, bandwidth, comm, *, kernel="gaussian", ctx=None):
-    """``nwattn_mpi_nw_predict``: the local constant estimate at the queries xq (m, d), the
-    same on every rank, from every rank's training pairs (this rank's x (n_local, d), y
-    (n_local, dv); 1-D arrays are one column). Returns yq (m, dv) on every rank."""
+def nw_predict(xq, x, y, bandwidth, comm, *, kernel="gaussian", degree="constant",
+               empty="nearest", weights=False, row_flags=False, ctx=None):
+    """``nwattn_mpi_nw_predict``: :func:`nwattn.nw_predict`'s estimate at the queries xq (m, d),
+    the same on every rank, from every rank's training pairs (this rank's x (n_local, d), y
+    (n_local, dv); 1-D arrays are one column). kernel, degree, empty as nwattn.nw_predict's
+    (the same on every rank); bandwidth: one value or d. Returns yq (m, dv) on every rank;
+    with ``weights=True`` (on every rank) also this rank's columns of the weights, (m,
+    n_local) float32, and with ``row_flags=True`` the (m,) uint8 RowFlag bits, in the order
+    (yq, weights, row_flags)."""
     ctx = resolve(ctx)
     x, y = _xy(x, y)
     n, d = x.shape
@@ -235,24 +240,33 @@ def nw_predict(xq, x, y, bandwidth, comm, *, kernel="gaussian", ctx=None):
     xq = xq[:, None] if xq.ndim == 1 else xq
     if xq.ndim != 2 or xq.shape[1] != d:
         raise ValueError(f"xq: shape {xq.shape}, expected (m, {d})")
-    h = np.ascontiguousarray(np.broadcast_to(np.float32(bandwidth), (d,)), dtype=np.float32)
-    model = _model(kernel, "constant", "nearest")
+    h = np.ascontiguousarray(np.broadcast_to(
+        np.reshape(np.asarray(bandwidth, np.float32), -1), (d,)), dtype=np.float32)
+    model = _model(kernel, degree, empty)
     m, dv = xq.shape[0], y.shape[1]
     yq = np.zeros((m, dv), np.float32)
+    w = np.zeros((m, n), np.float32) if weights else None
+    flags = np.zeros(m, np.uint8) if row_flags else None
     err = Error()
     status = lib.nwattn_mpi_nw_predict(ctx.handle, _handle(comm), ctypes.byref(model),
                                        h.ctypes.data, m, n, d, dv, xq.ctypes.data, d,
                                        x.ctypes.data, d, y.ctypes.data, dv, yq.ctypes.data,
-                                       dv, ctypes.byref(err))
+                                       dv, w.ctypes.data if w is not None else None,
+                                       max(n, 1), flags.ctypes.data if flags is not None
+                                       else None, None, ctypes.byref(err))
     _raise(status, err, "nwattn_mpi_nw_predict")
-    return yq
+    extra = tuple(a for a in (w, flags) if a is not None)
+    return (yq,) + extra if extra else yq
 
 
-def nw_cv(x, y, bandwidths, comm, *, kernel="gaussian", gradient=False, ctx=None):
+def nw_cv(x, y, bandwidths, comm, *, kernel="gaussian", degree="constant", gradient=False,
+          flagged=False, ctx=None):
     """``nwattn_mpi_nw_cv``: the exact leave-one-out CV score for each bandwidth vector of
     ``bandwidths`` ((g, d), or (g,) when d == 1), with the training set sharded (this rank's
-    x, y). Returns g doubles, bit for bit the same on every rank; with ``gradient=True`` (on
-    every rank) also the analytic dCV/dh, (g, d) doubles: ``(cv, grad)``."""
+    x, y); kernel and degree as nwattn.nw_cv's. Returns g doubles, bit for bit the same on
+    every rank; with ``gradient=True`` (on every rank) also the analytic dCV/dh, (g, d)
+    doubles, and with ``flagged=True`` the (g,) flagged leave-one-out row counts, in the
+    order (cv, grad, flagged)."""
     ctx = resolve(ctx)
     x, y = _xy(x, y)
     n, d = x.shape
@@ -263,22 +277,24 @@ def nw_cv(x, y, bandwidths, comm, *, kernel="gaussian", gradient=False, ctx=None
         raise ValueError(f"bandwidths: shape {bw.shape}, expected (g, {d})")
     cv = np.zeros(bw.shape[0], np.float64)
     grad = np.zeros((bw.shape[0], d), np.float64) if gradient else None
-    model = _model(kernel, "constant", "nearest")
+    flags = np.zeros(bw.shape[0], np.uintp) if flagged else None
+    model = _model(kernel, degree, "nearest")
     err = Error()
     status = lib.nwattn_mpi_nw_cv(ctx.handle, _handle(comm), ctypes.byref(model), n, d,
                                   y.shape[1], x.ctypes.data, d, y.ctypes.data, y.shape[1],
                                   bw.shape[0], bw.ctypes.data, d, cv.ctypes.data,
                                   grad.ctypes.data if gradient else None, d,
-                                  ctypes.byref(err))
+                                  flags.ctypes.data if flagged else None, ctypes.byref(err))
     _raise(status, err, "nwattn_mpi_nw_cv")
-    return (cv, grad) if gradient else cv
+    extra = tuple(a for a in (grad, flags) if a is not None)
+    return (cv,) + extra if extra else cv
 
 
-def nw_select_bandwidth(x, y, comm, *, kernel="gaussian", grid_points=None, scale_min=None,
-                        scale_max=None, start=None, max_evaluations=None, tolerance=None,
-                        ctx=None):
+def nw_select_bandwidth(x, y, comm, *, kernel="gaussian", degree="constant", grid_points=None,
+                        scale_min=None, scale_max=None, start=None, max_evaluations=None,
+                        tolerance=None, ctx=None):
     """``nwattn_mpi_nw_select_bandwidth``: :func:`nwattn.select_bandwidth` with the training set
-    sharded (this rank's x, y; options the same on every rank). Returns a
+    sharded (this rank's x, y; kernel, degree and options the same on every rank). Returns a
     nwattn.BandwidthSelection, bit for bit the same on every rank."""
     ctx = resolve(ctx)
     x, y = _xy(x, y)
@@ -298,7 +314,7 @@ def nw_select_bandwidth(x, y, comm, *, kernel="gaussian", grid_points=None, scal
             raise ValueError(f"start: {start_arr.size} values, expected {d}")
         opts.start = start_arr.ctypes.data
     points = opts.grid_points or _default_options().grid_points
-    model = _model(kernel, "constant", "nearest")
+    model = _model(kernel, degree, "nearest")
     bw = np.zeros(d, np.float32)
     report = CvReport()
     scales = np.zeros(points, np.float32)

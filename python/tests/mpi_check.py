@@ -1,6 +1,7 @@
 """nwattn.mpi under mpiexec (ctest: mpi.python.npN): every rank compares the MPI calls with the
 one-process nwattn.pool on the whole problem, for random shards (empty ones included), masks
-and both layouts; a bad argument on the last rank raises the same error on every rank.
+and both layouts, and the regression calls with nwattn.nw_predict / nw_cv / select_bandwidth
+for every kind of model; a bad argument on the last rank raises the same error on every rank.
 Exit 77 (skipped) without mpi4py or numpy."""
 import sys
 
@@ -91,6 +92,48 @@ want_sel = nwattn.select_bandwidth(x, y, grid_points=8, ctx=ref)
 expect(abs(np.log(sel.bandwidths[0] / want_sel.bandwidths[0])) < 0.02, "nw_select_bandwidth")
 expect(comm.bcast(sel.bandwidths.tobytes(), root=0) == sel.bandwidths.tobytes(),
        "nw_select_bandwidth: the same bits everywhere")
+
+# every model of the one-process calls: kernels, local linear, empty policies, weights, flags
+x2 = rng.uniform(0, 4, (40, 2)).astype(np.float32)
+y2 = (np.sin(x2[:, 0]) + rng.normal(0, 0.2, 40)).astype(np.float32)
+xq2 = rng.uniform(-0.5, 4.5, (7, 2)).astype(np.float32)
+cuts2 = np.sort(rng.integers(0, 41, size - 1))
+bounds2 = np.concatenate([[0], cuts2, [40]]).astype(int)
+a2, b2 = bounds2[rank], bounds2[rank + 1]
+for kernel, degree, empty, h in (("epanechnikov", "linear", "nan", [0.3, 0.5]),
+                                 ("tricube", "constant", "nearest", [0.2, 0.2]),
+                                 ("uniform", "linear", "zero", [0.8, 1.2]),
+                                 ("matern32", "linear", "nearest", [0.6, 0.9]),
+                                 ("matern52", "constant", "nearest", [0.5, 0.5]),
+                                 ("gaussian", "linear", "nearest", [0.7, 0.7])):
+    what = f"nw_predict {kernel} {degree} {empty}"
+    want, want_w, want_f = nwattn.nw_predict(xq2, x2, y2, h, kernel=kernel, degree=degree,
+                                             empty=empty, weights=True, row_flags=True, ctx=ref)
+    got, got_w, got_f = nm.nw_predict(xq2, x2[a2:b2], y2[a2:b2], h, comm, kernel=kernel,
+                                      degree=degree, empty=empty, weights=True, row_flags=True)
+    expect(np.allclose(got.ravel(), np.ravel(want), atol=1e-6, rtol=0, equal_nan=True), what)
+    expect(np.allclose(got_w, want_w[:, a2:b2], atol=1e-6, rtol=0), what + ": weights")
+    expect(np.array_equal(got_f, want_f), what + ": row flags")
+    grid2 = np.array([h, [1.5 * h[0], h[1]]], np.float32)
+    want_cv, want_g, want_fl = nwattn.nw_cv(x2, y2, grid2, kernel=kernel, degree=degree,
+                                            gradient=True, flagged=True, ctx=ref)
+    cv2, g2, fl2 = nm.nw_cv(x2[a2:b2], y2[a2:b2], grid2, comm, kernel=kernel, degree=degree,
+                            gradient=True, flagged=True)
+    finite = np.isfinite(want_cv)
+    expect(np.array_equal(np.isfinite(cv2), finite) and
+           np.allclose(cv2[finite], want_cv[finite], rtol=1e-9, atol=0), what + ": nw_cv")
+    expect(np.allclose(g2, want_g, rtol=0, atol=1e-6 * max(np.max(np.abs(want_g)), 1e-30)),
+           what + ": nw_cv gradient")
+    expect(np.array_equal(fl2, want_fl), what + ": nw_cv flagged")
+    expect(comm.bcast(g2.tobytes(), root=0) == g2.tobytes(), what + ": the same bits everywhere")
+sel = nm.nw_select_bandwidth(x[a:b], y[a:b], comm, kernel="epanechnikov", degree="linear",
+                             grid_points=8)
+want_sel = nwattn.select_bandwidth(x, y, kernel="epanechnikov", degree="linear", grid_points=8,
+                                   ctx=ref)
+expect(abs(np.log(sel.bandwidths[0] / want_sel.bandwidths[0])) < 0.02,
+       "nw_select_bandwidth epanechnikov linear")
+expect(comm.bcast(sel.bandwidths.tobytes(), root=0) == sel.bandwidths.tobytes(),
+       "nw_select_bandwidth epanechnikov linear: the same bits everywhere")
 
 # a collective error: the last rank's q has the wrong width
 q = np.ones((3, 2 if rank != size - 1 else 3), np.float32)

@@ -132,24 +132,6 @@ static void cv_unit(void *arg, size_t unit, size_t worker) {
     }
 }
 
-void nw_cv_add_row(const nw_model *model, unsigned flags, const double *yhat, const double *dyhat,
-                   const float *target, size_t stride, int want_grad, double *out) {
-    const size_t d = model->d, dv = model->dv;
-    if (flags != 0)
-        out[1] += 1.0;
-    if (flags & NWATTN_ROW_EMPTY) {
-        out[2] += 1.0;
-        return;
-    }
-    for (size_t c = 0; c < dv; c++) {
-        const double r = yhat[c] - (double)target[c * stride];
-        out[0] += r * r;
-        if (want_grad)
-            for (size_t k = 0; k < d; k++)
-                out[3 + k] += 2.0 * r * dyhat[k * dv + c];
-    }
-}
-
 size_t nw_cv_evaluate(nw_plan *plan, const double *h, double *cv, double *grad) {
     const nw_model *model = &plan->model;
     const size_t n = plan->n, d = model->d;
@@ -159,24 +141,13 @@ size_t nw_cv_evaluate(nw_plan *plan, const double *h, double *cv, double *grad) 
         nw_fs_cv_units(plan, job.want_grad);
     else
         nw_parallel_for(plan->team, plan->threads, nw_units(n), cv_unit, &job);
-    double total = 0.0, flagged = 0.0, empty = 0.0;
-    if (grad != NULL)
-        for (size_t k = 0; k < d; k++)
-            grad[k] = 0.0;
-    for (size_t u = 0; u < nw_units(n); u++) { /* in unit order: independent of threads */
-        const double *part = plan->partial + u * (3 + d);
-        total += part[0];
-        flagged += part[1];
-        empty += part[2];
-        if (grad != NULL && job.want_grad)
-            for (size_t k = 0; k < d; k++)
-                grad[k] += part[3 + k];
-    }
-    *cv = empty > 0.0 ? INFINITY : total / (double)n;
-    if (grad != NULL)
-        for (size_t k = 0; k < d; k++) /* d/dlog h_k -> d/dh_k */
-            grad[k] = empty > 0.0 ? 0.0 : grad[k] / (double)n / h[k];
-    return (size_t)flagged;
+    /* the units' results added in unit order (independent of threads) into unit 0's */
+    double *total = plan->partial;
+    for (size_t u = 1; u < nw_units(n); u++)
+        for (size_t e = 0; e < 3 + d; e++)
+            total[e] += plan->partial[u * (3 + d) + e];
+    nw_cv_result(model, n, h, total, job.want_grad, cv, grad);
+    return (size_t)total[1];
 }
 
 /* Largest over points of the smallest t to another point, at bandwidths h. */
@@ -214,9 +185,6 @@ static double largest_nearest_t(const nw_plan *plan, const double *h) {
     return worst;
 }
 
-double nw_cv_admissible_scale(const nw_plan *plan, const double *h) {
-    if (!nw_kernel_compact(plan->model.kernel))
-        return 0.0;
-    /* t scales as 1/s^2; the margin keeps t strictly inside the support after float rounding */
-    return sqrt(largest_nearest_t(plan, h)) * (1.0 + 1e-5);
+double nw_cv_largest_nearest_t(const nw_plan *plan, const double *h) {
+    return nw_kernel_compact(plan->model.kernel) ? largest_nearest_t(plan, h) : 0.0;
 }

@@ -333,3 +333,15 @@ nwattn_status nw_search_options(const nwattn_cv_options *given, nwattn_cv_option
     }
     return NWATTN_OK;
 }
+
+void nw_search_raise_grid(double largest_t, size_t grid, double *lo, double *hi) {
+    if (!(largest_t > 0.0))
+        return;
+    /* t scales as 1/s^2; the margin keeps t strictly inside the support after float rounding */
+    const double admissible = sqrt(largest_t) * (1.0 + 1e-5);
+    if (log(admissible) > *lo) {
+        const double width = *hi - *lo;
+        *lo = log(admissible);
+        *hi = fmax(*hi, *lo + width / (double)(grid - 1)); /* keep at least one step above it */
+    }
+}

@@ -34,6 +34,12 @@ typedef struct nw_search {
 int nw_search_run(nw_search *s, double lo, double hi, size_t grid, double tol, double *xs,
                   double *fs, double *gs, double *vec, size_t *best_out, int *converged);
 
+/* The grid's lower end lo (a log scale of start) raised for a compact kernel to the smallest
+ * common scale at which every point has a neighbour with a positive weight: largest_t is the
+ * largest over points of the smallest t to another point at start (0: not compact, nothing
+ * raised). hi moves up to keep at least one grid step above lo. */
+void nw_search_raise_grid(double largest_t, size_t grid, double *lo, double *hi);
+
 /* options with defaults filled in (NULL: all defaults) and checked; a failure's message in
  * message (bytes). options->start is not read. */
 nwattn_status nw_search_options(const nwattn_cv_options *given, nwattn_cv_options *out,

@@ -76,6 +76,15 @@ void nw_finish_solve(const nw_model *model, int closed_form, const double *work,
 size_t nw_nearest(size_t n, size_t d, size_t dv, const float *x, size_t ldx, const float *y,
                   size_t ldy, const float *q, const double *inv_h, size_t skip, double *mean,
                   float *weights);
+/* Its pieces: the smallest t (*best, +INFINITY when no point is left), the sum (not the mean)
+ * of y over the points at it (sum: dv doubles) and their count; and the weights row of points
+ * at t == best, 1/count each (count: of all the parts' points, for the MPI library's shards). */
+size_t nw_nearest_scan(size_t n, size_t d, size_t dv, const float *x, size_t ldx, const float *y,
+                       size_t ldy, const float *q, const double *inv_h, size_t skip, double *best,
+                       double *sum);
+void nw_nearest_weights(size_t n, size_t d, const float *x, size_t ldx, const float *q,
+                        const double *inv_h, size_t skip, double best, size_t count,
+                        float *weights);
 
 /* ---- Training data for the fast path ------------------------------------------------------- */
 /* The fast path's copy of the training set: dimension-major floats, sorted by x when d == 1. */
@@ -139,6 +148,23 @@ void nw_ref_row_obs(const nw_model *model, size_t n, const float *x, size_t ldx,
 void nw_ref_smoother_row(const nw_model *model, size_t n, const float *x, size_t ldx,
                          const float *q, const double *inv_h, const float *obs, size_t skip,
                          double keep, const double *coef, double *ell, double *dell);
+
+/* The pieces of nw_ref_row_obs, for callers that hold the training points in parts (the MPI
+ * library's shards): the shift t_near (the smallest t over the points kept: +INFINITY when
+ * none is left; 0 for the compact kernels, which are not shifted), the sums at a given shift,
+ * X
+ * that turns sums shifted by t_from into sums shifted by t_to (1 for compact kernels). */
+double nw_ref_nearest_t(const nw_model *model, size_t n, const float *x, size_t ldx,
+                        const float *q, const double *inv_h, const float *obs, size_t skip,
+                        double keep);
+void nw_ref_row_at(const nw_model *model, size_t n, const float *x, size_t ldx, const float *y,
+                   size_t ldy, const float *q, const double *inv_h, const float *obs, size_t skip,
+                   double keep, double t_near, nw_sums *s);
+double nw_ref_shift(nwattn_kernel kernel, double t_from, double t_to);
+/* nw_ref_row_weights at a given shift t_near. */
+void nw_ref_row_weights_at(const nw_model *model, size_t n, const float *x, size_t ldx,
+                           const float *q, const double *inv_h, size_t skip, const double *coef,
+                           double t_near, float *weights);
 
 /* Kernel weight and G = -2 K'(t) in double, shifted for the Gaussian and Laplace kernels:
  * the weight returned is K(t) / K(t_near). */
@@ -205,9 +231,14 @@ size_t nw_cv_evaluate(nw_plan *plan, const double *h, double *cv, double *grad);
 void nw_cv_add_row(const nw_model *model, unsigned flags, const double *yhat, const double *dyhat,
                    const float *target, size_t stride, int want_grad, double *out);
 
-/* The smallest common scale s such that s·h gives every point a neighbour with a positive
- * compact-kernel weight (0 for non-compact kernels): sqrt of the largest nearest-neighbour t. */
-double nw_cv_admissible_scale(const nw_plan *plan, const double *h);
+/* The largest over points of the smallest t to another point at bandwidths h, for a compact
+ * kernel (0 for non-compact kernels): nw_search_raise_grid's argument. */
+double nw_cv_largest_nearest_t(const nw_plan *plan, const double *h);
+
+/* CV and dCV/dh_k (grad, optional) at h from the sum over every row of nw_cv_add_row's
+ * results (3 + d doubles); n rows in all. */
+void nw_cv_result(const nw_model *model, size_t n, const double *h, const double *total,
+                  int want_grad, double *cv, double *grad);
 
 /* ---- The learnable-w model ----------------------------------------------------------------- */
 /* Validated arguments of nwattn_wmodel_evaluate (batch 1). */

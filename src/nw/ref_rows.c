@@ -72,9 +72,18 @@ static double obs_weight(const float *obs, size_t j, size_t skip, double keep) {
     return j == skip ? keep : obs != NULL ? (double)obs[j] : 1.0;
 }
 
-/* The shift of the Gaussian and Laplace weights: the smallest t over the points kept. */
-static double nearest_t(const nw_model *model, size_t n, const float *x, size_t ldx, const float *q,
-                        const double *inv_h, const float *obs, size_t skip, double keep) {
+double nw_ref_shift(nwattn_kernel kernel, double t_from, double t_to) {
+    if (nw_kernel_compact(kernel) || t_from == t_to)
+        return 1.0;
+    if (kernel == NWATTN_KERNEL_GAUSSIAN)
+        return exp(-0.5 * (t_from - t_to));
+    return exp(sqrt(t_to) - sqrt(t_from)); /* the Laplace family's e^(r_near - r) */
+}
+
+/* The shift of the non-compact weights: the smallest t over the points kept. */
+double nw_ref_nearest_t(const nw_model *model, size_t n, const float *x, size_t ldx,
+                        const float *q, const double *inv_h, const float *obs, size_t skip,
+                        double keep) {
     if (nw_kernel_compact(model->kernel))
         return 0.0;
     double best = INFINITY;
@@ -105,8 +114,14 @@ void nw_ref_row(const nw_model *model, size_t n, const float *x, size_t ldx, con
 void nw_ref_row_obs(const nw_model *model, size_t n, const float *x, size_t ldx, const float *y,
                     size_t ldy, const float *q, const double *inv_h, const float *obs, size_t skip,
                     double keep, nw_sums *s) {
+    nw_ref_row_at(model, n, x, ldx, y, ldy, q, inv_h, obs, skip, keep,
+                  nw_ref_nearest_t(model, n, x, ldx, q, inv_h, obs, skip, keep), s);
+}
+
+void nw_ref_row_at(const nw_model *model, size_t n, const float *x, size_t ldx, const float *y,
+                   size_t ldy, const float *q, const double *inv_h, const float *obs, size_t skip,
+                   double keep, double t_near, nw_sums *s) {
     const size_t d = model->d, p = model->p, dv = model->dv;
-    const double t_near = nearest_t(model, n, x, ldx, q, inv_h, obs, skip, keep);
     if (!(t_near < INFINITY))
         return; /* no point left: the sums stay zero, the row is empty */
     for (size_t j = 0; j < n; j++) {
@@ -130,7 +145,13 @@ void nw_ref_row_obs(const nw_model *model, size_t n, const float *x, size_t ldx,
 
 void nw_ref_row_weights(const nw_model *model, size_t n, const float *x, size_t ldx, const float *q,
                         const double *inv_h, size_t skip, const double *coef, float *weights) {
-    const double t_near = nearest_t(model, n, x, ldx, q, inv_h, NULL, skip, 0.0);
+    nw_ref_row_weights_at(model, n, x, ldx, q, inv_h, skip, coef,
+                          nw_ref_nearest_t(model, n, x, ldx, q, inv_h, NULL, skip, 0.0), weights);
+}
+
+void nw_ref_row_weights_at(const nw_model *model, size_t n, const float *x, size_t ldx,
+                           const float *q, const double *inv_h, size_t skip, const double *coef,
+                           double t_near, float *weights) {
     for (size_t j = 0; j < n; j++) {
         weights[j] = 0.0f;
         if (j == skip || !(t_near < INFINITY))
@@ -149,7 +170,7 @@ void nw_ref_smoother_row(const nw_model *model, size_t n, const float *x, size_t
                          const float *q, const double *inv_h, const float *obs, size_t skip,
                          double keep, const double *coef, double *ell, double *dell) {
     const size_t d = model->d, p = model->p;
-    const double t_near = nearest_t(model, n, x, ldx, q, inv_h, obs, skip, keep);
+    const double t_near = nw_ref_nearest_t(model, n, x, ldx, q, inv_h, obs, skip, keep);
     /* local constant derivative: sum_j w_j G_j u_kj / sum_j w_j K_j, subtracted below */
     double centre[NW_SMOOTHER_MAX_D];
     for (size_t k = 0; k < d && dell != NULL && p == 1; k++) {

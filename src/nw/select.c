@@ -110,12 +110,7 @@ nwattn_status nwattn_nw_select_bandwidth(nwattn_context *ctx, const nwattn_regre
 
     /* The grid, its lower end raised to the smallest admissible scale of a compact kernel. */
     double lo = log((double)opt.scale_min), hi = log((double)opt.scale_max);
-    const double admissible = nw_cv_admissible_scale(&plan, start);
-    if (admissible > 0.0 && log(admissible) > lo) {
-        const double width = hi - lo;
-        lo = log(admissible);
-        hi = fmax(hi, lo + width / (double)(grid - 1)); /* keep at least one step above it */
-    }
+    nw_search_raise_grid(nw_cv_largest_nearest_t(&plan, start), grid, &lo, &hi);
     size_t best;
     int converged = 0;
     if (!nw_search_run(&s, lo, hi, grid, opt.tolerance, xs, fs, gs, vec, &best, &converged))
