@@ -308,6 +308,9 @@ declare({
     "nwattn_nw_bootstrap_bands": (
         status_t, (ctx_p, reg_p, fptr, S, S, fptr, S, fptr, fptr, S, fptr, S, S, c_uint64,
                    c_double, c_void_p, c_void_p, c_void_p, c_void_p)),
+    "nwattn_nw_bootstrap_t_bands": (
+        status_t, (ctx_p, reg_p, fptr, S, S, fptr, S, fptr, fptr, S, fptr, S, S, c_uint64,
+                   c_double, c_void_p, c_void_p, c_void_p, c_void_p, c_void_p, c_void_p)),
     "nwattn_kde": (status_t, (ctx_p, fptr, S, S, S, fptr, S, fptr, S, fptr, c_void_p)),
     "nwattn_kde_cv": (
         status_t, (ctx_p, S, fptr, S, S, S, fptr, S, fptr, c_void_p, c_void_p)),

@@ -138,6 +138,26 @@ def test_bands_reproducible_by_seed():
     assert np.all(a.sim_lower <= a.lower) and np.all(a.sim_upper >= a.upper)
 
 
+def test_studentized_bands():
+    x, y = sine_data()
+    xq = np.linspace(0.3, 2.7, 5)
+    a = nwattn.nw_bootstrap_bands(xq, x, y, 0.3, degree="linear", replicates=200, seed=7,
+                                  method="studentized")
+    b = nwattn.nw_bootstrap_bands(xq, x, y, 0.3, degree="linear", replicates=200, seed=7,
+                                  method="studentized")
+    assert isinstance(a, nwattn.TBands)
+    for u, v in zip(a, b):
+        np.testing.assert_array_equal(u, v)
+    inf = nwattn.nw_inference(xq, x, y, 0.3, degree="linear", variance="heteroscedastic")
+    np.testing.assert_allclose(a.lower, inf.fit - a.crit * inf.se, rtol=1e-12)
+    np.testing.assert_allclose(a.sim_upper, inf.fit + a.sim_crit * inf.se, rtol=1e-12)
+    assert np.all(a.sim_crit >= a.crit) and np.all(a.crit > 1.0)
+    assert np.all(a.sim_lower <= a.lower) and np.all(a.lower <= inf.fit)
+    with pytest.raises(ValueError, match="method"):
+        nwattn.nw_bootstrap_bands(xq, x, y, 0.3, method="bca")
+
+
+@pytest.mark.parametrize("method", ["percentile", "studentized"])
 @pytest.mark.parametrize("kwargs, error", [
     (dict(replicates=1), ValueError), (dict(replicates=2 ** 64), ValueError),
     (dict(replicates=-1), ValueError), (dict(replicates=3.5), TypeError),
@@ -145,10 +165,10 @@ def test_bands_reproducible_by_seed():
     (dict(kernel="cosine"), ValueError), (dict(kernel=2 ** 33), ValueError),
     (dict(degree=7), nwattn.NWAttnError),
 ])
-def test_bootstrap_arguments_checked_before_ctypes(kwargs, error):
+def test_bootstrap_arguments_checked_before_ctypes(kwargs, error, method):
     x, y = sine_data(n=20)
     with pytest.raises(error):
-        nwattn.nw_bootstrap_bands([1.0], x, y, 0.3, **kwargs)
+        nwattn.nw_bootstrap_bands([1.0], x, y, 0.3, method=method, **kwargs)
 
 
 def test_bad_inputs_name_the_argument():
