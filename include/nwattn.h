@@ -812,6 +812,37 @@ NWATTN_API nwattn_status nwattn_nw_select_bandwidth(nwattn_context *ctx,
                                                     nwattn_cv_report *report,
                                                     float *curve_scales, double *curve_cv);
 
+/* nwattn_nw_select_bandwidth with observation weights (obs_weights: n finite values >= 0, at
+ * least 3 positive; NULL: none), minimising the weighted leave-one-out CV
+ *
+ *   CV_w(h) = sum_i w_i |y_i - yhat_-i(x_i)|^2 / sum_i w_i,
+ *
+ * yhat_-i the weighted fit without one unit of weight, min(1, w_i), of point i (nwattn_nw_summary's
+ * cv with dv = 1; frequency weights: an integer weight c is c repeated rows, and leaving one
+ * unit out leaves c - 1 copies in, as nwattn_nw_cv leaves a point's duplicates in). The same
+ * search, options, report and curve; the differences:
+ * - the default start is the normal-reference rule with frequency weights, 1.06 s_w N^(-1/(d+4))
+ *   (N = sum w, s_w the weighted standard deviation, N - 1 in its denominator: the rule on the
+ *   repeated rows; NWATTN_ERR_DEGENERATE_DATA unless N > 1 and s_w > 0);
+ * - a compact kernel's smallest admissible scale asks a neighbour of positive weight only of
+ *   the points of weight in (0, 1] (a heavier point keeps a unit of itself);
+ * - CV and its analytic gradient come from the reference row engine in double, on the calling
+ *   thread (every backend), O(n^2 d) per evaluation.
+ * Weights all exactly 1 (or NULL) are the unweighted problem: the call is then
+ * nwattn_nw_select_bandwidth's, bit for bit, on the context's row engine. Integer weights give
+ * the bandwidths of the repeated rows to within the search's tolerance (tested). */
+NWATTN_API nwattn_status nwattn_nw_select_bandwidth_weighted(nwattn_context *ctx,
+                                                             const nwattn_regression *model,
+                                                             size_t n, size_t d, size_t dv,
+                                                             const float *x, size_t ldx,
+                                                             const float *y, size_t ldy,
+                                                             const float *obs_weights,
+                                                             const nwattn_cv_options *options,
+                                                             float *bandwidths,
+                                                             nwattn_cv_report *report,
+                                                             float *curve_scales,
+                                                             double *curve_cv);
+
 /* ---- Inference: observation weights, standard errors, derivatives, summaries, bands ------ */
 /*
  * The functions of this part treat one response (y: n floats) and work in double on every

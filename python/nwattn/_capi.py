@@ -282,6 +282,9 @@ declare({
     "nwattn_nw_select_bandwidth": (
         status_t, (ctx_p, reg_p, S, S, S, fptr, S, fptr, S, ctypes.POINTER(CvOptions), fptr,
                    ctypes.POINTER(CvReport), fptr, c_void_p)),
+    "nwattn_nw_select_bandwidth_weighted": (
+        status_t, (ctx_p, reg_p, S, S, S, fptr, S, fptr, S, fptr, ctypes.POINTER(CvOptions),
+                   fptr, ctypes.POINTER(CvReport), fptr, c_void_p)),
     "nwattn_wmodel_evaluate": (
         status_t, (ctx_p, c_float, mask_p, S, S, S, S, fptr, S, fptr, S, fptr, S, fptr, S,
                    fptr, S, fptr, S, ctypes.POINTER(c_double), ctypes.POINTER(c_double))),

@@ -256,18 +256,9 @@ def kde_select_bandwidth(x, *, method="cv_ls", weights=None, start=None, ctx=Non
 
 def nw_select_bandwidth_weighted(x, y, weights, *, kernel="gaussian", degree="constant",
                                  start=None, ctx=None):
-    """Bandwidths (d,) minimising the weighted leave-one-out CV of :func:`nw_summary` (a log
-    grid of common scales 0.05 .. 20 of the normal-reference start, then Nelder-Mead on log h;
-    needs scipy). O(n²) per evaluation: for moderate n."""
-    xa, ya, wa, n, d = _data(x, y, weights)
-    start = _normal_reference(xa) if start is None else np.asarray(start, float).reshape(-1)
-
-    def objective(h):
-        if not np.all(np.isfinite(h)) or np.any(h <= 0) or np.any(h > 1e30):
-            return math.inf
-        return nw_summary(xa, ya, h, kernel=kernel, degree=degree, weights=wa, ctx=ctx).cv
-
-    scales = np.geomspace(0.05, 20.0, 16)
-    cvs = [objective(s * start) for s in scales]
-    best = scales[int(np.argmin(cvs))] * start
-    return _minimise_log(objective, best).astype(np.float32)
+    """Bandwidths (d,) float32 minimising the weighted leave-one-out CV of :func:`nw_summary`:
+    ``nwattn_nw_select_bandwidth_weighted`` (the C search of :func:`nwattn.select_bandwidth`
+    on the weighted CV; ``select_bandwidth(x, y, weights=...)`` returns its full report)."""
+    from ._regression import select_bandwidth
+    return select_bandwidth(x, y, kernel=kernel, degree=degree, start=start, weights=weights,
+                            ctx=ctx).bandwidths

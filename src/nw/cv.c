@@ -85,6 +85,13 @@ void nw_plan_init(nw_plan *plan, const nw_model *model, int fast, size_t n, cons
         nw_fs_plan_init(plan, plan->partial + units * (3 + d), model->tolerance);
 }
 
+void nw_plan_obs_weights(nw_plan *plan, const float *obs) {
+    plan->obs = obs;
+    plan->obs_total = 0.0;
+    for (size_t j = 0; j < plan->n; j++)
+        plan->obs_total += (double)obs[j];
+}
+
 void nw_plan_bandwidths(nw_plan *plan, const double *h) {
     for (size_t k = 0; k < plan->model.d; k++) {
         plan->inv_h[k] = 1.0 / h[k];
@@ -113,7 +120,17 @@ static void cv_unit(void *arg, size_t unit, size_t worker) {
         nw_sums_init(&s, wk->sums_mem, model, job->want_grad);
         const float *target;
         size_t target_stride;
-        if (plan->fast) {
+        double w = 1.0;
+        if (plan->obs != NULL) { /* weighted (reference path): one unit of point i left out */
+            w = (double)plan->obs[i];
+            if (!(w > 0.0))
+                continue;
+            nw_ref_row_obs(model, n, plan->x, plan->ldx, plan->y, plan->ldy,
+                           plan->x + i * plan->ldx, plan->inv_h, plan->obs, i, w - fmin(1.0, w),
+                           &s);
+            target = plan->y + i * plan->ldy;
+            target_stride = 1;
+        } else if (plan->fast) {
             for (size_t k = 0; k < d; k++)
                 wk->q[k] = plan->train.x[k * n + i];
             nw_fast_row(&wk->engine, wk->q, plan->inv_hf, i, &s);
@@ -127,13 +144,13 @@ static void cv_unit(void *arg, size_t unit, size_t worker) {
         }
         unsigned flags = nw_finish_row(model, &s, plan->fast, wk->work, wk->yhat,
                                        job->want_grad ? wk->dyhat : NULL, NULL);
-        nw_cv_add_row(model, flags, wk->yhat, wk->dyhat, target, target_stride, job->want_grad,
+        nw_cv_add_row(model, flags, wk->yhat, wk->dyhat, target, target_stride, job->want_grad, w,
                       out);
     }
 }
 
 void nw_cv_add_row(const nw_model *model, unsigned flags, const double *yhat, const double *dyhat,
-                   const float *target, size_t stride, int want_grad, double *out) {
+                   const float *target, size_t stride, int want_grad, double w, double *out) {
     const size_t d = model->d, dv = model->dv;
     if (flags != 0)
         out[1] += 1.0;
@@ -143,10 +160,10 @@ void nw_cv_add_row(const nw_model *model, unsigned flags, const double *yhat, co
     }
     for (size_t c = 0; c < dv; c++) {
         const double r = yhat[c] - (double)target[c * stride];
-        out[0] += r * r;
+        out[0] += w * r * r;
         if (want_grad)
             for (size_t k = 0; k < d; k++)
-                out[3 + k] += 2.0 * r * dyhat[k * dv + c];
+                out[3 + k] += w * 2.0 * r * dyhat[k * dv + c];
     }
 }
 
@@ -172,10 +189,11 @@ size_t nw_cv_evaluate(nw_plan *plan, const double *h, double *cv, double *grad) 
             for (size_t k = 0; k < d; k++)
                 grad[k] += part[3 + k];
     }
-    *cv = empty > 0.0 ? INFINITY : total / (double)n;
+    const double count = plan->obs != NULL ? plan->obs_total : (double)n;
+    *cv = empty > 0.0 ? INFINITY : total / count;
     if (grad != NULL)
         for (size_t k = 0; k < d; k++) /* d/dlog h_k -> d/dh_k */
-            grad[k] = empty > 0.0 ? 0.0 : grad[k] / (double)n / h[k];
+            grad[k] = empty > 0.0 ? 0.0 : grad[k] / count / h[k];
     return (size_t)flagged;
 }
 
@@ -195,10 +213,14 @@ static double largest_nearest_t(const nw_plan *plan, const double *h) {
         }
         return worst;
     }
+    const float *obs = plan->obs; /* weighted: points of weight 0 need no neighbour and are
+                                   * none; a point of weight > 1 keeps a unit of itself */
     for (size_t i = 0; i < n; i++) {
+        if (obs != NULL && (!(obs[i] > 0.0f) || obs[i] > 1.0f))
+            continue;
         double best = INFINITY;
         for (size_t j = 0; j < n; j++) {
-            if (j == i)
+            if (j == i || (obs != NULL && !(obs[j] > 0.0f)))
                 continue;
             double t = 0.0;
             for (size_t k = 0; k < d; k++) {

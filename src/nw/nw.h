@@ -176,6 +176,9 @@ typedef struct nw_plan {
     double *inv_h;      /* d: the current bandwidths' inverses */
     float *inv_hf;      /* the same in float */
     double *partial;    /* units × (3 + d): per-unit results */
+    /* observation weights of the CV (nw_plan_obs_weights; NULL: unit weights): reference path */
+    const float *obs;
+    double obs_total; /* their sum */
     struct nw_fs_plan *fastsum; /* NW_PATH_FASTSUM: the fast-sum engine (fastsum.h) */
 } nw_plan;
 
@@ -201,9 +204,15 @@ nwattn_status nw_query_plan(nwattn_context *ctx, const nw_model *mod, size_t m, 
 size_t nw_cv_evaluate(nw_plan *plan, const double *h, double *cv, double *grad);
 
 /* Adds one leave-one-out row (its finish flags, yhat, dyhat and target column, stride apart)
- * to a unit's results out (3 + d: squared errors, flagged, empty, gradient per log h_k). */
+ * to a unit's results out (3 + d: squared errors, flagged, empty, gradient per log h_k), its
+ * squared errors and gradient terms times the row's observation weight w (1: unweighted). */
 void nw_cv_add_row(const nw_model *model, unsigned flags, const double *yhat, const double *dyhat,
-                   const float *target, size_t stride, int want_grad, double *out);
+                   const float *target, size_t stride, int want_grad, double w, double *out);
+
+/* Makes the plan's CV the weighted one, sum_i w_i |y_i - yhat_-i(x_i)|^2 / sum w, one unit of
+ * weight min(1, w_i) left out (nwattn_nw_summary's): obs (n floats >= 0, sum > 0). Reference
+ * path plans only (fast == NW_PATH_REFERENCE). */
+void nw_plan_obs_weights(nw_plan *plan, const float *obs);
 
 /* The smallest common scale s such that s·h gives every point a neighbour with a positive
  * compact-kernel weight (0 for non-compact kernels): sqrt of the largest nearest-neighbour t. */
