@@ -812,6 +812,37 @@ NWATTN_API nwattn_status nwattn_nw_select_bandwidth(nwattn_context *ctx,
                                                     nwattn_cv_report *report,
                                                     float *curve_scales, double *curve_cv);
 
+/* nwattn_nw_select_bandwidth with observation weights (obs_weights: n finite values >= 0, at
+ * least 3 positive; NULL: none), minimising the weighted leave-one-out CV
+ *
+ *   CV_w(h) = sum_i w_i |y_i - yhat_-i(x_i)|^2 / sum_i w_i,
+ *
+ * yhat_-i the weighted fit without one unit of weight, min(1, w_i), of point i (nwattn_nw_summary's
+ * cv with dv = 1; frequency weights: an integer weight c is c repeated rows, and leaving one
+ * unit out leaves c - 1 copies in, as nwattn_nw_cv leaves a point's duplicates in). The same
+ * search, options, report and curve; the differences:
+ * - the default start is the normal-reference rule with frequency weights, 1.06 s_w N^(-1/(d+4))
+ *   (N = sum w, s_w the weighted standard deviation, N - 1 in its denominator: the rule on the
+ *   repeated rows; NWATTN_ERR_DEGENERATE_DATA unless N > 1 and s_w > 0);
+ * - a compact kernel's smallest admissible scale asks a neighbour of positive weight only of
+ *   the points of weight in (0, 1] (a heavier point keeps a unit of itself);
+ * - CV and its analytic gradient come from the reference row engine in double, on the calling
+ *   thread (every backend), O(n^2 d) per evaluation.
+ * Weights all exactly 1 (or NULL) are the unweighted problem: the call is then
+ * nwattn_nw_select_bandwidth's, bit for bit, on the context's row engine. Integer weights give
+ * the bandwidths of the repeated rows to within the search's tolerance (tested). */
+NWATTN_API nwattn_status nwattn_nw_select_bandwidth_weighted(nwattn_context *ctx,
+                                                             const nwattn_regression *model,
+                                                             size_t n, size_t d, size_t dv,
+                                                             const float *x, size_t ldx,
+                                                             const float *y, size_t ldy,
+                                                             const float *obs_weights,
+                                                             const nwattn_cv_options *options,
+                                                             float *bandwidths,
+                                                             nwattn_cv_report *report,
+                                                             float *curve_scales,
+                                                             double *curve_cv);
+
 /* ---- Inference: observation weights, standard errors, derivatives, summaries, bands ------ */
 /*
  * The functions of this part treat one response (y: n floats) and work in double on every
@@ -922,6 +953,37 @@ NWATTN_API nwattn_status nwattn_nw_bootstrap_bands(nwattn_context *ctx,
                                                    size_t replicates, uint64_t seed,
                                                    double level, double *lower, double *upper,
                                                    double *sim_lower, double *sim_upper);
+
+/* Studentised (bootstrap-t) wild bootstrap bands: the draws of nwattn_nw_bootstrap_bands (same
+ * seed, same v_j), each replicate's fit divided by its own HC3 standard error. Replicate b
+ * refits y*_j = yhat(x_j) + u_bj, u_bj = e_j v_bj (the smoother is linear: no refits); its
+ * training residuals r*_bj = y*_j - yhat*_b(x_j) give its HC3 residuals e*_bj = r*_bj / (1 -
+ * L_jj / w_j) and standard error se*_b(q) = sqrt(sum_j (l_j(q)^2 / w_j) e*_bj^2) (the rule of
+ * NWATTN_VARIANCE_HETEROSCEDASTIC); t*_b(q) = sum_j l_j(q) u_bj / se*_b(q) (the deviation from
+ * the bootstrap mean, 0 where se*_b(q) = 0). With se(q) nwattn_nw_inference's heteroscedastic
+ * standard error:
+ *   pointwise (lower, upper): yhat(q) ± crit · se(q), crit the level quantile of |t*(q)|
+ *     (symmetric percentile-t: crit replaces the z quantile 1.96, and is larger when se is
+ *     estimated from few residuals near q);
+ *   simultaneous (sim_lower, sim_upper): yhat(q) ± sim_crit · se(q), sim_crit the level
+ *     quantile of max_i |t*(q_i)| over the m queries; sim_crit >= every crit, so the
+ *     simultaneous band contains the pointwise one.
+ * Quantiles interpolate as in nwattn_nw_bootstrap_bands. The same seed gives the same bands
+ * everywhere. level in (0, 1), replicates >= 2. Outputs optional: lower, upper, sim_lower,
+ * sim_upper, crit (m doubles each), sim_crit (one double; m == 0 writes nothing). Empty rows
+ * get NaN bounds (crit 0).
+ * O(replicates · n · (n + m)) work; working memory replicates · (2n + m) + 5n + 2m doubles.
+ * 95 % coverage by simulation: docs/regression.md. */
+NWATTN_API nwattn_status nwattn_nw_bootstrap_t_bands(nwattn_context *ctx,
+                                                     const nwattn_regression *model,
+                                                     const float *bandwidths, size_t n, size_t d,
+                                                     const float *x, size_t ldx, const float *y,
+                                                     const float *obs_weights, size_t m,
+                                                     const float *xq, size_t ldq,
+                                                     size_t replicates, uint64_t seed,
+                                                     double level, double *lower, double *upper,
+                                                     double *sim_lower, double *sim_upper,
+                                                     double *crit, double *sim_crit);
 
 /* ---- Kernel density estimation (the Nadaraya-Watson denominator) --------------------------- */
 /* Gaussian product-kernel density with bandwidths h (d floats, finite > 0) and optional

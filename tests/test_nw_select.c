@@ -256,12 +256,196 @@ static void test_consistency(void **state) {
     nwattn_context_destroy(ctx);
 }
 
+/* ---- Observation weights (nwattn_nw_select_bandwidth_weighted) ---------------------------- */
+/* n points (d columns on a lattice of 1/32, so that repeated and distinct points both occur),
+ * y = sin 4 x_1 + x_2 / 2 + noise (dv columns: the second a cosine), integer weights 0..3 with
+ * the first four positive, and the same data with each row repeated w times. */
+typedef struct wdata {
+    size_t n, d, dv, nr;
+    float *x, *y, *w, *xr, *yr;
+} wdata;
+
+static wdata weighted_data(uint64_t seed, size_t n, size_t d, size_t dv) {
+    nwattn_rng rng;
+    nwattn_rng_seed(&rng, seed);
+    wdata s = {n, d, dv, 0, nt_alloc(n * d * sizeof(float)), nt_alloc(n * dv * sizeof(float)),
+               nt_alloc(n * sizeof(float)), NULL, NULL};
+    for (size_t j = 0; j < n; j++) {
+        for (size_t k = 0; k < d; k++)
+            s.x[j * d + k] = (float)(nwattn_rng_next(&rng) % 32) / 32.0f;
+        const double f = sin(4.0 * s.x[j * d]) + (d > 1 ? 0.5 * s.x[j * d + 1] : 0.0);
+        for (size_t c = 0; c < dv; c++)
+            s.y[j * dv + c] = (float)((c ? cos(3.0 * s.x[j * d]) : f) +
+                                      0.3 * nwattn_rng_normal(&rng));
+        s.w[j] = (float)(j < 4 ? 1 + nwattn_rng_next(&rng) % 3 : nwattn_rng_next(&rng) % 4);
+        s.nr += (size_t)s.w[j];
+    }
+    s.xr = nt_alloc(s.nr * d * sizeof(float));
+    s.yr = nt_alloc(s.nr * dv * sizeof(float));
+    size_t at = 0;
+    for (size_t j = 0; j < n; j++)
+        for (size_t c = 0; c < (size_t)s.w[j]; c++, at++) {
+            memcpy(s.xr + at * d, s.x + j * d, d * sizeof(float));
+            memcpy(s.yr + at * dv, s.y + j * dv, dv * sizeof(float));
+        }
+    return s;
+}
+
+static void free_wdata(wdata *s) { free(s->x), free(s->y), free(s->w), free(s->xr), free(s->yr); }
+
+/* Integer weights choose the bandwidths of the repeated rows (the unweighted search on the
+ * reference engine) to within the search's tolerance, the same CV and grid curve. */
+static void test_weighted_repeated_rows(void **state) {
+    (void)state;
+    nwattn_context *ctx = nt_context(NWATTN_BACKEND_AUTO),
+                   *ref = nt_context(NWATTN_BACKEND_REFERENCE);
+    static const struct { size_t d, dv; nwattn_kernel kernel; nwattn_degree degree; } cases[] = {
+        {1, 1, NWATTN_KERNEL_GAUSSIAN, NWATTN_LOCAL_CONSTANT},
+        {1, 2, NWATTN_KERNEL_GAUSSIAN, NWATTN_LOCAL_LINEAR},
+        {1, 1, NWATTN_KERNEL_EPANECHNIKOV, NWATTN_LOCAL_LINEAR},
+        {1, 1, NWATTN_KERNEL_UNIFORM, NWATTN_LOCAL_CONSTANT},
+        {2, 1, NWATTN_KERNEL_GAUSSIAN, NWATTN_LOCAL_CONSTANT},
+        {2, 1, NWATTN_KERNEL_TRICUBE, NWATTN_LOCAL_LINEAR},
+    };
+    for (size_t t = 0; t < sizeof cases / sizeof cases[0]; t++) {
+        wdata s = weighted_data(40 + t, 50, cases[t].d, cases[t].dv);
+        const size_t d = s.d, dv = s.dv;
+        nwattn_regression model = {cases[t].kernel, cases[t].degree, 0};
+        nwattn_cv_options opt;
+        nwattn_cv_options_default(&opt);
+        opt.tolerance = 1e-6;
+        float hw[2], hr[2], sw[16], sr[16];
+        double cw[16], cr[16];
+        nwattn_cv_report rw, rr;
+        NT_ASSERT_OK(ctx, nwattn_nw_select_bandwidth_weighted(ctx, &model, s.n, d, dv, s.x, d, s.y,
+                                                              dv, s.w, &opt, hw, &rw, sw, cw));
+        NT_ASSERT_OK(ref, nwattn_nw_select_bandwidth(ref, &model, s.nr, d, dv, s.xr, d, s.yr, dv,
+                                                     &opt, hr, &rr, sr, cr));
+        const double tol = cases[t].kernel == NWATTN_KERNEL_UNIFORM ? 1e-3 : 1e-4;
+        for (size_t k = 0; k < d; k++)
+            nt_close("weighted vs repeated rows: bandwidth", t * 10 + k, hw[k], hr[k], 0, tol);
+        nt_close("weighted vs repeated rows: CV", t, rw.cv, rr.cv, 0, 1e-7);
+        assert_int_equal(rw.at_grid_edge, rr.at_grid_edge);
+        for (size_t g = 0; g < 16; g++) {
+            nt_close("weighted vs repeated rows: curve scales", t * 100 + g, sw[g], sr[g], 0,
+                     1e-6);
+            nt_close("weighted vs repeated rows: curve", t * 100 + g, cw[g], cr[g], 0, 1e-9);
+        }
+        /* the CV reported is nwattn_nw_summary's weighted leave-one-out CV there */
+        if (dv == 1) {
+            nwattn_fit_summary sum;
+            NT_ASSERT_OK(ctx, nwattn_nw_summary(ctx, &model, hw, s.n, d, s.x, d, s.y, s.w, &sum,
+                                                NULL, NULL));
+            nt_close("weighted CV vs nwattn_nw_summary", t, rw.cv, sum.cv, 0, 1e-9);
+        }
+        free_wdata(&s);
+    }
+    nwattn_context_destroy(ctx);
+    nwattn_context_destroy(ref);
+}
+
+/* Weights all 1 are the unweighted call bit for bit (on each backend); weights of 0 drop
+ * their points (the search on the others, to its tolerance). */
+static void test_weighted_ones_and_zeros(void **state) {
+    (void)state;
+    for (int b = 0; b < 2; b++) {
+        nwattn_context *ctx = nt_context(b ? NWATTN_BACKEND_AUTO : NWATTN_BACKEND_REFERENCE);
+        wdata s = weighted_data(77, 60, 2, 1);
+        float ones[60];
+        for (size_t j = 0; j < 60; j++)
+            ones[j] = 1.0f;
+        nwattn_regression model = {NWATTN_KERNEL_GAUSSIAN, NWATTN_LOCAL_LINEAR, 0};
+        float h1[2], h2[2], s1[16], s2[16];
+        double c1[16], c2[16];
+        nwattn_cv_report r1, r2;
+        NT_ASSERT_OK(ctx, nwattn_nw_select_bandwidth_weighted(ctx, &model, 60, 2, 1, s.x, 2, s.y,
+                                                              1, ones, NULL, h1, &r1, s1, c1));
+        NT_ASSERT_OK(ctx, nwattn_nw_select_bandwidth(ctx, &model, 60, 2, 1, s.x, 2, s.y, 1, NULL,
+                                                     h2, &r2, s2, c2));
+        assert_memory_equal(h1, h2, sizeof h1);
+        assert_memory_equal(&r1, &r2, sizeof r1);
+        assert_memory_equal(s1, s2, sizeof s1);
+        assert_memory_equal(c1, c2, sizeof c1);
+        NT_ASSERT_OK(ctx, nwattn_nw_select_bandwidth_weighted(ctx, &model, 60, 2, 1, s.x, 2, s.y,
+                                                              1, NULL, NULL, h1, &r1, NULL, NULL));
+        assert_memory_equal(h1, h2, sizeof h1);
+        /* zero weights: the points of weight 0 left out of the data */
+        float w01[60], xk[120], yk[60];
+        size_t kept = 0;
+        for (size_t j = 0; j < 60; j++) {
+            w01[j] = j % 3 == 1 ? 0.0f : 1.0f;
+            if (w01[j] > 0.0f) {
+                memcpy(xk + 2 * kept, s.x + 2 * j, 2 * sizeof(float));
+                yk[kept++] = s.y[j];
+            }
+        }
+        nwattn_context *ref = nt_context(NWATTN_BACKEND_REFERENCE);
+        nwattn_cv_options opt;
+        nwattn_cv_options_default(&opt);
+        opt.tolerance = 1e-6;
+        NT_ASSERT_OK(ctx, nwattn_nw_select_bandwidth_weighted(ctx, &model, 60, 2, 1, s.x, 2, s.y,
+                                                              1, w01, &opt, h1, &r1, NULL, NULL));
+        NT_ASSERT_OK(ref, nwattn_nw_select_bandwidth(ref, &model, kept, 2, 1, xk, 2, yk, 1, &opt,
+                                                     h2, &r2, NULL, NULL));
+        /* y hardly depends on x_2: its CV is flat and h_2 runs off to ~1e6, where only CV
+         * itself is comparable */
+        nt_close("zero weights vs dropped points: h_1", 0, h1[0], h2[0], 0, 1e-4);
+        nt_close("zero weights vs dropped points: CV", 0, r1.cv, r2.cv, 0, 1e-7);
+        nwattn_context_destroy(ref);
+        free_wdata(&s);
+        nwattn_context_destroy(ctx);
+    }
+}
+
+/* Bad weights: a status, a message naming them, outputs untouched. */
+static void test_weighted_bad_inputs(void **state) {
+    (void)state;
+    nwattn_context *ctx = nt_context(NWATTN_BACKEND_AUTO);
+    wdata s = weighted_data(5, 12, 1, 1);
+    nwattn_regression model = {NWATTN_KERNEL_GAUSSIAN, NWATTN_LOCAL_CONSTANT, 0};
+    float h = 7.0f, w[12];
+    memcpy(w, s.w, sizeof w);
+    w[5] = -1.0f;
+    NT_ASSERT_STATUS(ctx, nwattn_nw_select_bandwidth_weighted(ctx, &model, 12, 1, 1, s.x, 1, s.y,
+                                                              1, w, NULL, &h, NULL, NULL, NULL),
+                     NWATTN_ERR_BAD_PARAMETER);
+    assert_non_null(strstr(nwattn_context_last_error(ctx), "obs_weights"));
+    w[5] = NAN;
+    NT_ASSERT_STATUS(ctx, nwattn_nw_select_bandwidth_weighted(ctx, &model, 12, 1, 1, s.x, 1, s.y,
+                                                              1, w, NULL, &h, NULL, NULL, NULL),
+                     NWATTN_ERR_BAD_PARAMETER);
+    for (size_t j = 0; j < 12; j++)
+        w[j] = j < 2 ? 1.0f : 0.0f;
+    NT_ASSERT_STATUS(ctx, nwattn_nw_select_bandwidth_weighted(ctx, &model, 12, 1, 1, s.x, 1, s.y,
+                                                              1, w, NULL, &h, NULL, NULL, NULL),
+                     NWATTN_ERR_DEGENERATE_DATA);
+    /* three positive weights on one x value: the weighted rule of thumb has no spread */
+    float xs[12];
+    for (size_t j = 0; j < 12; j++) {
+        xs[j] = j < 3 ? 0.5f : (float)j;
+        w[j] = j < 3 ? 1.0f : 0.0f;
+    }
+    NT_ASSERT_STATUS(ctx, nwattn_nw_select_bandwidth_weighted(ctx, &model, 12, 1, 1, xs, 1, s.y,
+                                                              1, w, NULL, &h, NULL, NULL, NULL),
+                     NWATTN_ERR_DEGENERATE_DATA);
+    NT_ASSERT_STATUS(ctx, nwattn_nw_select_bandwidth_weighted(ctx, &model, 12, 1, 1, s.x, 1, s.y,
+                                                              1, s.w, NULL, s.w, NULL, NULL,
+                                                              NULL),
+                     NWATTN_ERR_ALIASING);
+    assert_true(h == 7.0f);
+    free_wdata(&s);
+    nwattn_context_destroy(ctx);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_options_default), cmocka_unit_test(test_one_dimension_optimal),
         cmocka_unit_test(test_curve),           cmocka_unit_test(test_per_dimension),
         cmocka_unit_test(test_grid_edge),       cmocka_unit_test(test_compact_admissible),
         cmocka_unit_test(test_consistency),
+        cmocka_unit_test(test_weighted_repeated_rows),
+        cmocka_unit_test(test_weighted_ones_and_zeros),
+        cmocka_unit_test(test_weighted_bad_inputs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

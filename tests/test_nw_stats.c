@@ -306,6 +306,124 @@ static void test_bootstrap(void **state) {
     nwattn_context_destroy(ctx);
 }
 
+static int compare_doubles(const void *a, const void *b) {
+    const double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* The studentised bands: seed-reproducible; fit ± crit · se with nwattn_nw_inference's HC3 fit
+ * and se; they contain the fit, the simultaneous one the pointwise one (sim_crit >= crit); a
+ * query far from the data whose compact window is empty gets NaN. */
+static void test_bootstrap_t(void **state) {
+    (void)state;
+    nwattn_context *ctx = nt_context(NWATTN_BACKEND_AUTO);
+    data s = make_data(9, 60, 1);
+    enum { M = 6, B = 300 };
+    float xq[M];
+    for (size_t i = 0; i < M; i++)
+        xq[i] = 0.1f + 0.15f * (float)i;
+    for (int weighted = 0; weighted < 2; weighted++) {
+        const float *w = weighted ? s.w : NULL;
+        nwattn_regression model = {weighted ? NWATTN_KERNEL_EPANECHNIKOV : NWATTN_KERNEL_GAUSSIAN,
+                                   NWATTN_LOCAL_LINEAR, NWATTN_EMPTY_NAN};
+        const float h = weighted ? 0.3f : 0.15f;
+        double b1[5][M], b2[5][M], b3[5][M], c1, c2, c3, fit[M], se[M];
+        NT_ASSERT_OK(ctx, nwattn_nw_bootstrap_t_bands(ctx, &model, &h, s.n, 1, s.x, 1, s.y, w, M,
+                                                      xq, 1, B, 42, 0.95, b1[0], b1[1], b1[2],
+                                                      b1[3], b1[4], &c1));
+        NT_ASSERT_OK(ctx, nwattn_nw_bootstrap_t_bands(ctx, &model, &h, s.n, 1, s.x, 1, s.y, w, M,
+                                                      xq, 1, B, 42, 0.95, b2[0], b2[1], b2[2],
+                                                      b2[3], b2[4], &c2));
+        NT_ASSERT_OK(ctx, nwattn_nw_bootstrap_t_bands(ctx, &model, &h, s.n, 1, s.x, 1, s.y, w, M,
+                                                      xq, 1, B, 43, 0.95, b3[0], b3[1], b3[2],
+                                                      b3[3], b3[4], &c3));
+        assert_memory_equal(b1, b2, sizeof b1);
+        assert_true(c1 == c2);
+        assert_true(memcmp(b1, b3, sizeof b1) != 0);
+        NT_ASSERT_OK(ctx, nwattn_nw_inference(ctx, &model, &h, s.n, 1, s.x, 1, s.y, w,
+                                              NWATTN_VARIANCE_HETEROSCEDASTIC, M, xq, 1, fit, se,
+                                              NULL, 1, NULL, 1, NULL));
+        for (size_t i = 0; i < M; i++) {
+            const double ci = b1[4][i];
+            /* a percentile-t quantile near the normal's, larger with few residuals */
+            assert_true(ci > 1.5 && ci < 4.0);
+            assert_true(c1 >= ci);
+            nt_close("t band lower", i, b1[0][i], fit[i] - ci * se[i], 1e-12, 1e-12);
+            nt_close("t band upper", i, b1[1][i], fit[i] + ci * se[i], 1e-12, 1e-12);
+            nt_close("t band sim_lower", i, b1[2][i], fit[i] - c1 * se[i], 1e-12, 1e-12);
+            nt_close("t band sim_upper", i, b1[3][i], fit[i] + c1 * se[i], 1e-12, 1e-12);
+            assert_true(b1[2][i] <= b1[0][i] && b1[0][i] <= fit[i] && fit[i] <= b1[1][i] &&
+                        b1[1][i] <= b1[3][i]);
+        }
+    }
+    /* an empty compact window: NaN bounds, crit 0, the other rows unchanged */
+    nwattn_regression epan = {NWATTN_KERNEL_EPANECHNIKOV, NWATTN_LOCAL_CONSTANT,
+                              NWATTN_EMPTY_NAN};
+    const float h = 0.2f, q2[2] = {0.5f, 7.0f};
+    double lo[2], hi[2], crit[2], lo1, hi1;
+    NT_ASSERT_OK(ctx, nwattn_nw_bootstrap_t_bands(ctx, &epan, &h, s.n, 1, s.x, 1, s.y, NULL, 2,
+                                                  q2, 1, 50, 1, 0.9, lo, hi, NULL, NULL, crit,
+                                                  NULL));
+    NT_ASSERT_OK(ctx, nwattn_nw_bootstrap_t_bands(ctx, &epan, &h, s.n, 1, s.x, 1, s.y, NULL, 1,
+                                                  q2, 1, 50, 1, 0.9, &lo1, &hi1, NULL, NULL, NULL,
+                                                  NULL));
+    assert_true(isnan(lo[1]) && isnan(hi[1]) && crit[1] == 0.0);
+    assert_true(lo[0] == lo1 && hi[0] == hi1);
+    free_data(&s);
+    nwattn_context_destroy(ctx);
+}
+
+/* Closed form: the uniform kernel at a bandwidth beyond the data (local constant) weighs every
+ * point 1/n: the fit is the mean, L_jj = 1/n, e_j = (y_j - ybar) n/(n-1); replicate b's
+ * deviation is mean(u_b) and its HC3 standard error sqrt(sum_j (u_bj - mean u_b)^2) / (n-1).
+ * The test redraws the Rademacher signs from nwattn_rng and takes numpy's quantile. */
+static void test_bootstrap_t_closed_form(void **state) {
+    (void)state;
+    nwattn_context *ctx = nt_context(NWATTN_BACKEND_AUTO);
+    data s = make_data(5, 12, 1);
+    const size_t n = s.n;
+    enum { B = 99 };
+    nwattn_regression model = {NWATTN_KERNEL_UNIFORM, NWATTN_LOCAL_CONSTANT, NWATTN_EMPTY_NAN};
+    const float h = 100.0f, q[2] = {0.25f, 0.75f};
+    double lo[2], hi[2], slo[2], shi[2], crit[2], sim;
+    NT_ASSERT_OK(ctx, nwattn_nw_bootstrap_t_bands(ctx, &model, &h, n, 1, s.x, 1, s.y, NULL, 2, q,
+                                                  1, B, 7, 0.8, lo, hi, slo, shi, crit, &sim));
+    double ybar = 0.0, e[12], t[B];
+    for (size_t j = 0; j < n; j++)
+        ybar += (double)s.y[j] / (double)n;
+    for (size_t j = 0; j < n; j++)
+        e[j] = ((double)s.y[j] - ybar) * (double)n / (double)(n - 1);
+    nwattn_rng rng;
+    nwattn_rng_seed(&rng, 7);
+    for (size_t b = 0; b < B; b++) {
+        double u[12], ub = 0.0, ss = 0.0;
+        for (size_t j = 0; j < n; j++) {
+            u[j] = e[j] * ((nwattn_rng_next(&rng) >> 63) ? 1.0 : -1.0);
+            ub += u[j] / (double)n;
+        }
+        for (size_t j = 0; j < n; j++)
+            ss += (u[j] - ub) * (u[j] - ub);
+        t[b] = fabs(ub) / (sqrt(ss) / (double)(n - 1));
+    }
+    qsort(t, B, sizeof(double), compare_doubles);
+    const double pos = 0.8 * (B - 1);
+    const size_t at = (size_t)pos;
+    const double want = t[at] + (pos - (double)at) * (t[at + 1] - t[at]);
+    double se = 0.0;
+    for (size_t j = 0; j < n; j++)
+        se += e[j] * e[j] / (double)(n * n);
+    se = sqrt(se);
+    for (size_t i = 0; i < 2; i++) {
+        nt_close("closed-form crit", i, crit[i], want, 1e-9, 1e-9);
+        nt_close("closed-form lower", i, lo[i], ybar - want * se, 1e-9, 1e-9);
+        nt_close("closed-form upper", i, hi[i], ybar + want * se, 1e-9, 1e-9);
+        nt_close("closed-form sim (equal rows)", i, shi[i], hi[i], 1e-12, 1e-12);
+    }
+    nt_close("closed-form sim_crit", 0, sim, want, 1e-9, 1e-9);
+    free_data(&s);
+    nwattn_context_destroy(ctx);
+}
+
 /* Density: direct sums, weights as repeats, integral 1 (Riemann sum), LSCV's integral term
  * and the likelihood against direct leave-one-out evaluations. */
 static void test_kde(void **state) {
@@ -437,6 +555,22 @@ static void test_bad_inputs(void **state) {
                                                     &q, 1, SIZE_MAX / 4, 0, 0.9, out, out + 1,
                                                     out + 2, out + 3),
                      NWATTN_ERR_OVERFLOW);
+    NT_ASSERT_STATUS(ctx, nwattn_nw_bootstrap_t_bands(ctx, &model, &h, 10, 1, s.x, 1, s.y, NULL,
+                                                      1, &q, 1, 1, 0, 0.95, out, out + 1, out + 2,
+                                                      out + 3, NULL, NULL),
+                     NWATTN_ERR_BAD_PARAMETER);
+    NT_ASSERT_STATUS(ctx, nwattn_nw_bootstrap_t_bands(ctx, &model, &h, 10, 1, s.x, 1, s.y, NULL,
+                                                      1, &q, 1, 100, 0, 0.0, out, out + 1,
+                                                      out + 2, out + 3, NULL, NULL),
+                     NWATTN_ERR_BAD_PARAMETER);
+    NT_ASSERT_STATUS(ctx, nwattn_nw_bootstrap_t_bands(ctx, &model, &h, 10, 1, s.x, 1, s.y, NULL,
+                                                      1, &q, 1, SIZE_MAX / 4, 0, 0.9, out,
+                                                      out + 1, out + 2, out + 3, NULL, NULL),
+                     NWATTN_ERR_OVERFLOW);
+    NT_ASSERT_STATUS(ctx, nwattn_nw_bootstrap_t_bands(ctx, &model, &h, 10, 1, s.x, 1, s.y, NULL,
+                                                      1, &q, 1, 50, 0, 0.9, out, out + 1,
+                                                      out + 2, out + 3, out, NULL),
+                     NWATTN_ERR_ALIASING);
     for (int o = 0; o < 4; o++)
         assert_true(out[o] == 7.0);
     NT_ASSERT_STATUS(ctx, nwattn_kde(ctx, &bad_h, 1, 10, 1, &q, 1, s.x, 1, NULL, &dens),
@@ -571,6 +705,8 @@ int main(void) {
         cmocka_unit_test(test_infinite_bandwidth_closed_forms),
         cmocka_unit_test(test_derivatives),
         cmocka_unit_test(test_bootstrap),
+        cmocka_unit_test(test_bootstrap_t),
+        cmocka_unit_test(test_bootstrap_t_closed_form),
         cmocka_unit_test(test_kde),
         cmocka_unit_test(test_bad_inputs),
         cmocka_unit_test(test_mixed),

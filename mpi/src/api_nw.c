@@ -272,7 +272,7 @@ static nwattn_status rows_cv(nm_call *call, const nwattn_regression *model, size
             for (size_t e = 0; e < width; e++)
                 parts[e] += parts[(size_t)r * width + e];
         double *out = result + g * (2 + d);
-        nw_cv_result(&mod, n_total, h, parts, want_grad, &out[0], out + 2);
+        nw_cv_result(&mod, (double)n_total, h, parts, want_grad, &out[0], out + 2);
         out[1] = parts[1];
     }
     status = nm_agree(call);

@@ -288,7 +288,7 @@ nwattn_status nm_rows_cv(nm_call *call, const nw_model *mod, const uint64_t *cou
             memcpy(sums, acc + i * (1 + l.sums) + 1, l.sums * sizeof(double));
             const unsigned flags =
                 nw_finish_row(mod, &s, 0, work, yhat, want_grad ? dyhat : NULL, NULL);
-            nw_cv_add_row(mod, flags, yhat, dyhat, y + i * ldy, 1, want_grad, out);
+            nw_cv_add_row(mod, flags, yhat, dyhat, y + i * ldy, 1, want_grad, 1.0, out);
         }
     }
     status = nm_agree(call);

@@ -17,8 +17,9 @@ from ._regression import (BandwidthRule, BandwidthSelection, Dataset, Degree, Em
                           Rng, RowFlag, WModelResult, bandwidth_rule_of_thumb, cv_options_default,
                           dataset_generate, dataset_truth, nw_cv, nw_predict, select_bandwidth,
                           weights_diagnostics, wmodel_evaluate, wmodel_train)
-from ._stats import (Bands, FitSummary, Inference, Variance, kde, kde_cv, kde_select_bandwidth,
-                     nw_bootstrap_bands, nw_inference, nw_select_bandwidth_weighted, nw_summary)
+from ._stats import (Bands, FitSummary, Inference, TBands, Variance, kde, kde_cv,
+                     kde_select_bandwidth, nw_bootstrap_bands, nw_inference,
+                     nw_select_bandwidth_weighted, nw_summary)
 from ._mixed import mixed_cv, mixed_kde, mixed_predict, mixed_select_bandwidth
 from ._sklearn import NWResults
 from ._autograd import attention_backward, nw_predict_backward, pool_backward
@@ -78,7 +79,8 @@ __all__ = [
     # backward passes (_autograd.py)
     "pool_backward", "nw_predict_backward", "attention_backward",
     # statistics (_stats.py)
-    "Bands", "FitSummary", "Inference", "Variance", "kde", "kde_cv", "kde_select_bandwidth",
+    "Bands", "TBands", "FitSummary", "Inference", "Variance", "kde", "kde_cv",
+    "kde_select_bandwidth",
     "nw_bootstrap_bands", "nw_inference", "nw_select_bandwidth_weighted", "nw_summary",
     "NWResults", "mixed_cv", "mixed_kde", "mixed_predict", "mixed_select_bandwidth",
 ]

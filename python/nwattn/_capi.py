@@ -282,6 +282,9 @@ declare({
     "nwattn_nw_select_bandwidth": (
         status_t, (ctx_p, reg_p, S, S, S, fptr, S, fptr, S, ctypes.POINTER(CvOptions), fptr,
                    ctypes.POINTER(CvReport), fptr, c_void_p)),
+    "nwattn_nw_select_bandwidth_weighted": (
+        status_t, (ctx_p, reg_p, S, S, S, fptr, S, fptr, S, fptr, ctypes.POINTER(CvOptions),
+                   fptr, ctypes.POINTER(CvReport), fptr, c_void_p)),
     "nwattn_wmodel_evaluate": (
         status_t, (ctx_p, c_float, mask_p, S, S, S, S, fptr, S, fptr, S, fptr, S, fptr, S,
                    fptr, S, fptr, S, ctypes.POINTER(c_double), ctypes.POINTER(c_double))),
@@ -308,6 +311,9 @@ declare({
     "nwattn_nw_bootstrap_bands": (
         status_t, (ctx_p, reg_p, fptr, S, S, fptr, S, fptr, fptr, S, fptr, S, S, c_uint64,
                    c_double, c_void_p, c_void_p, c_void_p, c_void_p)),
+    "nwattn_nw_bootstrap_t_bands": (
+        status_t, (ctx_p, reg_p, fptr, S, S, fptr, S, fptr, fptr, S, fptr, S, S, c_uint64,
+                   c_double, c_void_p, c_void_p, c_void_p, c_void_p, c_void_p, c_void_p)),
     "nwattn_kde": (status_t, (ctx_p, fptr, S, S, S, fptr, S, fptr, S, fptr, c_void_p)),
     "nwattn_kde_cv": (
         status_t, (ctx_p, S, fptr, S, S, S, fptr, S, fptr, c_void_p, c_void_p)),

@@ -8,7 +8,6 @@ from sklearn.utils.validation import check_is_fitted
 
 from sklearn.utils.validation import _check_sample_weight, check_array, check_X_y
 
-from . import _stats
 from ._errors import NWAttnError
 from ._regression import bandwidth_rule_of_thumb, select_bandwidth
 from ._sklearn import NWResults
@@ -38,13 +37,9 @@ class NadarayaWatson(RegressorMixin, BaseEstimator):
         bw = self.bandwidth
         if isinstance(bw, str):
             if bw == "cv":
-                if w is None:
-                    sel = select_bandwidth(x, y, kernel=self.kernel, degree=self.degree)
-                    self.cv_curve_ = (sel.curve_scales, sel.curve_cv)
-                    return np.asarray(sel.bandwidths, np.float32)
-                self.cv_curve_ = None
-                return _stats.nw_select_bandwidth_weighted(x, y, w, kernel=self.kernel,
-                                                           degree=self.degree)
+                sel = select_bandwidth(x, y, kernel=self.kernel, degree=self.degree, weights=w)
+                self.cv_curve_ = (sel.curve_scales, sel.curve_cv)
+                return np.asarray(sel.bandwidths, np.float32)
             return bandwidth_rule_of_thumb(x, bw)
         bw = np.asarray(bw, np.float64).reshape(-1)
         if bw.size == 1:

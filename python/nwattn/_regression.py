@@ -223,18 +223,27 @@ BandwidthSelection = collections.namedtuple(
 
 def select_bandwidth(x, y, *, kernel="gaussian", degree="constant", grid_points=None,
                      scale_min=None, scale_max=None, start=None, max_evaluations=None,
-                     tolerance=None, ctx=None):
+                     tolerance=None, weights=None, ctx=None):
     """``nwattn_nw_select_bandwidth``: bandwidths minimising the leave-one-out CV score (a log
     grid of grid_points scales of ``start`` from scale_min to scale_max, then refinement).
     None takes the C default (see :func:`cv_options_default`); start defaults to the
     normal-reference rule. Returns a BandwidthSelection: bandwidths ((d,) float32), cv,
     evaluations, flagged_rows, at_grid_edge (-1, 0, +1), converged, and the grid's CV curve
-    (curve_scales, curve_cv)."""
+    (curve_scales, curve_cv).
+
+    weights: observation weights, (n,) finite and >= 0
+    (``nwattn_nw_select_bandwidth_weighted``: the weighted leave-one-out CV, frequency weights,
+    the reference engine in double; weights all 1 are the unweighted search bit for bit)."""
     h = handle_of(ctx)
     xo, n, d, _ = _points(x, "x")
     yo, ny, dv, _ = _points(y, "y")
     if ny != n:
         raise ValueError(f"x has {n} points but y has {ny}")
+    wa = None
+    if weights is not None:
+        wa = np.ascontiguousarray(A.float_input(weights, "weights", min_ndim=1))
+        if wa.shape != (n,):
+            raise ValueError(f"weights: expected shape ({n},) (one per point), got {wa.shape}")
     opts = _default_options()
     for field, value in (("grid_points", grid_points), ("max_evaluations", max_evaluations)):
         if value is not None:
@@ -255,10 +264,16 @@ def select_bandwidth(x, y, *, kernel="gaussian", degree="constant", grid_points=
     report = CvReport()
     scales = np.empty(points, A.F32)
     curve = np.empty(points, np.float64)
-    check(C.nwattn_nw_select_bandwidth(h, ctypes.byref(model), n, d, dv, xo.ptr, xo.ld, yo.ptr,
-                                       yo.ld, ctypes.byref(opts), bw.ctypes.data,
-                                       ctypes.byref(report), scales.ctypes.data,
-                                       curve.ctypes.data), h, "nwattn_nw_select_bandwidth")
+    if wa is not None:
+        check(C.nwattn_nw_select_bandwidth_weighted(
+            h, ctypes.byref(model), n, d, dv, xo.ptr, xo.ld, yo.ptr, yo.ld, wa.ctypes.data,
+            ctypes.byref(opts), bw.ctypes.data, ctypes.byref(report), scales.ctypes.data,
+            curve.ctypes.data), h, "nwattn_nw_select_bandwidth_weighted")
+    else:
+        check(C.nwattn_nw_select_bandwidth(h, ctypes.byref(model), n, d, dv, xo.ptr, xo.ld,
+                                           yo.ptr, yo.ld, ctypes.byref(opts), bw.ctypes.data,
+                                           ctypes.byref(report), scales.ctypes.data,
+                                           curve.ctypes.data), h, "nwattn_nw_select_bandwidth")
     return BandwidthSelection(bw, report.cv, report.evaluations, report.flagged_rows,
                               report.at_grid_edge, bool(report.converged), scales, curve)
 

@@ -89,9 +89,12 @@ class NWResults:
         z = _normal_quantile(1 - alpha / 2)
         return inf.fit - z * inf.se, inf.fit + z * inf.se
 
-    def bootstrap_bands(self, xq, alpha=0.05, replicates=999, seed=0):
+    def bootstrap_bands(self, xq, alpha=0.05, replicates=999, seed=0, method="percentile"):
+        """Wild bootstrap bands (:func:`nwattn.nw_bootstrap_bands`): ``method`` is
+        "percentile" or "studentized" (bootstrap-t, closer to the nominal coverage)."""
         return _stats.nw_bootstrap_bands(xq, self.x, self.y, self.bandwidth, replicates=replicates,
-                                         seed=seed, level=1 - alpha, **self._args())
+                                         seed=seed, level=1 - alpha, method=method,
+                                         **self._args())
 
     def derivative(self, xq, variance="homoscedastic"):
         """(deriv, se): (m, d) arrays; local linear: the slopes (statsmodels' marginal

@@ -39,6 +39,7 @@ FitSummary = collections.namedtuple(
     "FitSummary", "r2 r2_corr dof dof_resid sigma2 rss cv flagged_rows fitted leverage")
 Inference = collections.namedtuple("Inference", "fit se deriv deriv_se row_flags")
 Bands = collections.namedtuple("Bands", "lower upper sim_lower sim_upper")
+TBands = collections.namedtuple("TBands", "lower upper sim_lower sim_upper crit sim_crit")
 
 def _model(kernel, degree):
     return _regression_model(kernel, degree, "nan")
@@ -141,10 +142,20 @@ def nw_inference(xq, x, y, bandwidth, *, kernel="gaussian", degree="constant", w
 
 
 def nw_bootstrap_bands(xq, x, y, bandwidth, *, kernel="gaussian", degree="constant",
-                       weights=None, replicates=999, seed=0, level=0.95, ctx=None):
-    """``nwattn_nw_bootstrap_bands``: wild (Rademacher) bootstrap bands at the queries:
-    pointwise (lower, upper) and simultaneous over all queries (sim_lower, sim_upper). The
-    same seed gives the same bands on every platform."""
+                       weights=None, replicates=999, seed=0, level=0.95, method="percentile",
+                       ctx=None):
+    """Wild (Rademacher) bootstrap bands at the queries: pointwise (lower, upper) and
+    simultaneous over all queries (sim_lower, sim_upper). The same seed gives the same bands
+    on every platform, and both methods the same draws.
+
+    ``method="percentile"`` (``nwattn_nw_bootstrap_bands``): quantiles of the bootstrap fits;
+    returns :class:`Bands`. ``method="studentized"`` (``nwattn_nw_bootstrap_t_bands``,
+    bootstrap-t): fit ± crit · se with se the HC3 standard error and crit the quantile of
+    each replicate's |fit deviation / its own HC3 standard error|; returns :class:`TBands`,
+    with the pointwise critical values crit (m,) and the simultaneous one sim_crit (float).
+    The studentized bands cover closer to the nominal level (docs/regression.md)."""
+    if method not in ("percentile", "studentized"):
+        raise ValueError(f"method must be 'percentile' or 'studentized', not {method!r}")
     ctx = resolve(ctx)
     xa, ya, wa, n, d = _data(x, y, weights)
     bw = _bw(bandwidth, d)
@@ -158,6 +169,15 @@ def nw_bootstrap_bands(xq, x, y, bandwidth, *, kernel="gaussian", degree="consta
     outs = [np.empty(m) for _ in range(4)]
     model = _model(kernel, degree)
     h = ctx.handle
+    if method == "studentized":
+        crit, sim_crit = np.empty(m), ctypes.c_double()
+        check(C.nwattn_nw_bootstrap_t_bands(h, ctypes.byref(model), bw.ctypes.data, n, d,
+                                            xa.ctypes.data, d, ya.ctypes.data, _ptr(wa), m,
+                                            q.ctypes.data, d, replicates, seed, level,
+                                            *(o.ctypes.data for o in outs), crit.ctypes.data,
+                                            ctypes.addressof(sim_crit)), h,
+              "nwattn_nw_bootstrap_t_bands")
+        return TBands(*outs, crit, sim_crit.value)
     check(C.nwattn_nw_bootstrap_bands(h, ctypes.byref(model), bw.ctypes.data, n, d,
                                       xa.ctypes.data, d, ya.ctypes.data, _ptr(wa), m,
                                       q.ctypes.data, d, replicates, seed, level,
@@ -236,18 +256,9 @@ def kde_select_bandwidth(x, *, method="cv_ls", weights=None, start=None, ctx=Non
 
 def nw_select_bandwidth_weighted(x, y, weights, *, kernel="gaussian", degree="constant",
                                  start=None, ctx=None):
-    """Bandwidths (d,) minimising the weighted leave-one-out CV of :func:`nw_summary` (a log
-    grid of common scales 0.05 .. 20 of the normal-reference start, then Nelder-Mead on log h;
-    needs scipy). O(n²) per evaluation: for moderate n."""
-    xa, ya, wa, n, d = _data(x, y, weights)
-    start = _normal_reference(xa) if start is None else np.asarray(start, float).reshape(-1)
-
-    def objective(h):
-        if not np.all(np.isfinite(h)) or np.any(h <= 0) or np.any(h > 1e30):
-            return math.inf
-        return nw_summary(xa, ya, h, kernel=kernel, degree=degree, weights=wa, ctx=ctx).cv
-
-    scales = np.geomspace(0.05, 20.0, 16)
-    cvs = [objective(s * start) for s in scales]
-    best = scales[int(np.argmin(cvs))] * start
-    return _minimise_log(objective, best).astype(np.float32)
+    """Bandwidths (d,) float32 minimising the weighted leave-one-out CV of :func:`nw_summary`:
+    ``nwattn_nw_select_bandwidth_weighted`` (the C search of :func:`nwattn.select_bandwidth`
+    on the weighted CV; ``select_bandwidth(x, y, weights=...)`` returns its full report)."""
+    from ._regression import select_bandwidth
+    return select_bandwidth(x, y, kernel=kernel, degree=degree, start=start, weights=weights,
+                            ctx=ctx).bandwidths

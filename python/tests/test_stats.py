@@ -122,8 +122,32 @@ def test_integer_weights_are_repeated_rows():
     np.testing.assert_allclose(nwattn.kde([0.5, 1.0], x, 0.3, weights=w),
                                nwattn.kde([0.5, 1.0], xr, 0.3), rtol=1e-12)
     hw = nwattn.nw_select_bandwidth_weighted(x, y, w)
-    hr = nwattn.nw_select_bandwidth_weighted(xr, yr, np.ones(len(yr), np.float32))
-    np.testing.assert_allclose(hw, hr, rtol=1e-4)
+    with nwattn.Context("reference") as ref:  # the weighted search's engine
+        hr = nwattn.select_bandwidth(xr, yr, ctx=ref).bandwidths
+    np.testing.assert_allclose(hw, hr, rtol=2e-4)
+
+
+def test_weighted_selection_in_c():
+    x, y = sine_data(n=60, seed=4)
+    w = np.random.default_rng(4).integers(0, 4, 60).astype(np.float32)
+    w[:3] = 1
+    sel = nwattn.select_bandwidth(x, y, degree="linear", weights=w, tolerance=1e-6)
+    assert sel.curve_cv.shape == (16,) and np.all(np.isfinite(sel.curve_cv))
+    # the CV it reports is nw_summary's weighted leave-one-out CV at the bandwidth chosen
+    assert sel.cv == pytest.approx(
+        nwattn.nw_summary(x, y, sel.bandwidths, degree="linear", weights=w).cv, rel=1e-9)
+    # nothing on a grid around it is lower
+    for s in (0.9, 0.97, 1.03, 1.1):
+        other = nwattn.nw_summary(x, y, s * sel.bandwidths, degree="linear", weights=w).cv
+        assert other >= sel.cv * (1 - 1e-9)
+    ones = nwattn.select_bandwidth(x, y, weights=np.ones(60))
+    plain = nwattn.select_bandwidth(x, y)
+    for a, b in zip(ones, plain):
+        np.testing.assert_array_equal(a, b)
+    with pytest.raises(ValueError, match="weights"):
+        nwattn.select_bandwidth(x, y, weights=np.ones(59))
+    with pytest.raises(nwattn.NWAttnError, match="obs_weights"):
+        nwattn.select_bandwidth(x, y, weights=-np.ones(60))
 
 
 def test_bands_reproducible_by_seed():
@@ -138,6 +162,26 @@ def test_bands_reproducible_by_seed():
     assert np.all(a.sim_lower <= a.lower) and np.all(a.sim_upper >= a.upper)
 
 
+def test_studentized_bands():
+    x, y = sine_data()
+    xq = np.linspace(0.3, 2.7, 5)
+    a = nwattn.nw_bootstrap_bands(xq, x, y, 0.3, degree="linear", replicates=200, seed=7,
+                                  method="studentized")
+    b = nwattn.nw_bootstrap_bands(xq, x, y, 0.3, degree="linear", replicates=200, seed=7,
+                                  method="studentized")
+    assert isinstance(a, nwattn.TBands)
+    for u, v in zip(a, b):
+        np.testing.assert_array_equal(u, v)
+    inf = nwattn.nw_inference(xq, x, y, 0.3, degree="linear", variance="heteroscedastic")
+    np.testing.assert_allclose(a.lower, inf.fit - a.crit * inf.se, rtol=1e-12)
+    np.testing.assert_allclose(a.sim_upper, inf.fit + a.sim_crit * inf.se, rtol=1e-12)
+    assert np.all(a.sim_crit >= a.crit) and np.all(a.crit > 1.0)
+    assert np.all(a.sim_lower <= a.lower) and np.all(a.lower <= inf.fit)
+    with pytest.raises(ValueError, match="method"):
+        nwattn.nw_bootstrap_bands(xq, x, y, 0.3, method="bca")
+
+
+@pytest.mark.parametrize("method", ["percentile", "studentized"])
 @pytest.mark.parametrize("kwargs, error", [
     (dict(replicates=1), ValueError), (dict(replicates=2 ** 64), ValueError),
     (dict(replicates=-1), ValueError), (dict(replicates=3.5), TypeError),
@@ -145,10 +189,10 @@ def test_bands_reproducible_by_seed():
     (dict(kernel="cosine"), ValueError), (dict(kernel=2 ** 33), ValueError),
     (dict(degree=7), nwattn.NWAttnError),
 ])
-def test_bootstrap_arguments_checked_before_ctypes(kwargs, error):
+def test_bootstrap_arguments_checked_before_ctypes(kwargs, error, method):
     x, y = sine_data(n=20)
     with pytest.raises(error):
-        nwattn.nw_bootstrap_bands([1.0], x, y, 0.3, **kwargs)
+        nwattn.nw_bootstrap_bands([1.0], x, y, 0.3, method=method, **kwargs)
 
 
 def test_bad_inputs_name_the_argument():

@@ -85,6 +85,13 @@ void nw_plan_init(nw_plan *plan, const nw_model *model, int fast, size_t n, cons
         nw_fs_plan_init(plan, plan->partial + units * (3 + d), model->tolerance);
 }
 
+void nw_plan_obs_weights(nw_plan *plan, const float *obs) {
+    plan->obs = obs;
+    plan->obs_total = 0.0;
+    for (size_t j = 0; j < plan->n; j++)
+        plan->obs_total += (double)obs[j];
+}
+
 void nw_plan_bandwidths(nw_plan *plan, const double *h) {
     for (size_t k = 0; k < plan->model.d; k++) {
         plan->inv_h[k] = 1.0 / h[k];
@@ -113,7 +120,17 @@ static void cv_unit(void *arg, size_t unit, size_t worker) {
         nw_sums_init(&s, wk->sums_mem, model, job->want_grad);
         const float *target;
         size_t target_stride;
-        if (plan->fast) {
+        double w = 1.0;
+        if (plan->obs != NULL) { /* weighted (reference path): one unit of point i left out */
+            w = (double)plan->obs[i];
+            if (!(w > 0.0))
+                continue;
+            nw_ref_row_obs(model, n, plan->x, plan->ldx, plan->y, plan->ldy,
+                           plan->x + i * plan->ldx, plan->inv_h, plan->obs, i, w - fmin(1.0, w),
+                           &s);
+            target = plan->y + i * plan->ldy;
+            target_stride = 1;
+        } else if (plan->fast) {
             for (size_t k = 0; k < d; k++)
                 wk->q[k] = plan->train.x[k * n + i];
             nw_fast_row(&wk->engine, wk->q, plan->inv_hf, i, &s);
@@ -127,7 +144,7 @@ static void cv_unit(void *arg, size_t unit, size_t worker) {
         }
         unsigned flags = nw_finish_row(model, &s, plan->fast, wk->work, wk->yhat,
                                        job->want_grad ? wk->dyhat : NULL, NULL);
-        nw_cv_add_row(model, flags, wk->yhat, wk->dyhat, target, target_stride, job->want_grad,
+        nw_cv_add_row(model, flags, wk->yhat, wk->dyhat, target, target_stride, job->want_grad, w,
                       out);
     }
 }
@@ -146,7 +163,8 @@ size_t nw_cv_evaluate(nw_plan *plan, const double *h, double *cv, double *grad) 
     for (size_t u = 1; u < nw_units(n); u++)
         for (size_t e = 0; e < 3 + d; e++)
             total[e] += plan->partial[u * (3 + d) + e];
-    nw_cv_result(model, n, h, total, job.want_grad, cv, grad);
+    nw_cv_result(model, plan->obs != NULL ? plan->obs_total : (double)n, h, total, job.want_grad,
+                 cv, grad);
     return (size_t)total[1];
 }
 
@@ -166,10 +184,14 @@ static double largest_nearest_t(const nw_plan *plan, const double *h) {
         }
         return worst;
     }
+    const float *obs = plan->obs; /* weighted: points of weight 0 need no neighbour and are
+                                   * none; a point of weight > 1 keeps a unit of itself */
     for (size_t i = 0; i < n; i++) {
+        if (obs != NULL && (!(obs[i] > 0.0f) || obs[i] > 1.0f))
+            continue;
         double best = INFINITY;
         for (size_t j = 0; j < n; j++) {
-            if (j == i)
+            if (j == i || (obs != NULL && !(obs[j] > 0.0f)))
                 continue;
             double t = 0.0;
             for (size_t k = 0; k < d; k++) {

@@ -88,7 +88,7 @@ static void cv_block(void *arg, size_t b, size_t worker) {
         nw_fs_row_sums(model, fs->k1, left, right, &s);
         unsigned flags = nw_finish_row(model, &s, 1, wk->work, wk->yhat,
                                        job->want_grad ? wk->dyhat : NULL, NULL);
-        nw_cv_add_row(model, flags, wk->yhat, wk->dyhat, plan->train.y + j, n, job->want_grad,
+        nw_cv_add_row(model, flags, wk->yhat, wk->dyhat, plan->train.y + j, n, job->want_grad, 1.0,
                       plan->partial + j / NW_UNIT_ROWS * (3 + d));
     }
 }
@@ -123,7 +123,7 @@ static void cv_gauss_block(void *arg, size_t blk_index, size_t worker) {
         nw_fg_row_sums(model, amax, mom, &s);
         unsigned flags = nw_finish_row(model, &s, 1, wk->work, wk->yhat,
                                        job->want_grad ? wk->dyhat : NULL, NULL);
-        nw_cv_add_row(model, flags, wk->yhat, wk->dyhat, plan->train.y + j, n, job->want_grad,
+        nw_cv_add_row(model, flags, wk->yhat, wk->dyhat, plan->train.y + j, n, job->want_grad, 1.0,
                       plan->partial + j / NW_UNIT_ROWS * (3 + d));
     }
 }

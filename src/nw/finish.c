@@ -196,7 +196,7 @@ void nw_finish_solve(const nw_model *model, int closed_form, const double *work,
 
 /* ---- Leave-one-out rows -------------------------------------------------------------------- */
 void nw_cv_add_row(const nw_model *model, unsigned flags, const double *yhat, const double *dyhat,
-                   const float *target, size_t stride, int want_grad, double *out) {
+                   const float *target, size_t stride, int want_grad, double w, double *out) {
     const size_t d = model->d, dv = model->dv;
     if (flags != 0)
         out[1] += 1.0;
@@ -206,17 +206,17 @@ void nw_cv_add_row(const nw_model *model, unsigned flags, const double *yhat, co
     }
     for (size_t c = 0; c < dv; c++) {
         const double r = yhat[c] - (double)target[c * stride];
-        out[0] += r * r;
+        out[0] += w * r * r;
         if (want_grad)
             for (size_t k = 0; k < d; k++)
-                out[3 + k] += 2.0 * r * dyhat[k * dv + c];
+                out[3 + k] += w * 2.0 * r * dyhat[k * dv + c];
     }
 }
 
-void nw_cv_result(const nw_model *model, size_t n, const double *h, const double *total,
+void nw_cv_result(const nw_model *model, double count, const double *h, const double *total,
                   int want_grad, double *cv, double *grad) {
     const int empty = total[2] > 0.0;
-    *cv = empty ? INFINITY : total[0] / (double)n;
+    *cv = empty ? INFINITY : total[0] / count;
     for (size_t k = 0; grad != NULL && k < model->d; k++) /* d/dlog h_k -> d/dh_k */
-        grad[k] = empty || !want_grad ? 0.0 : total[3 + k] / (double)n / h[k];
+        grad[k] = empty || !want_grad ? 0.0 : total[3 + k] / count / h[k];
 }

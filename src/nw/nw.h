@@ -202,6 +202,9 @@ typedef struct nw_plan {
     double *inv_h;      /* d: the current bandwidths' inverses */
     float *inv_hf;      /* the same in float */
     double *partial;    /* units × (3 + d): per-unit results */
+    /* observation weights of the CV (nw_plan_obs_weights; NULL: unit weights): reference path */
+    const float *obs;
+    double obs_total; /* their sum */
     struct nw_fs_plan *fastsum; /* NW_PATH_FASTSUM: the fast-sum engine (fastsum.h) */
 } nw_plan;
 
@@ -227,17 +230,23 @@ nwattn_status nw_query_plan(nwattn_context *ctx, const nw_model *mod, size_t m, 
 size_t nw_cv_evaluate(nw_plan *plan, const double *h, double *cv, double *grad);
 
 /* Adds one leave-one-out row (its finish flags, yhat, dyhat and target column, stride apart)
- * to a unit's results out (3 + d: squared errors, flagged, empty, gradient per log h_k). */
+ * to a unit's results out (3 + d: squared errors, flagged, empty, gradient per log h_k), its
+ * squared errors and gradient terms times the row's observation weight w (1: unweighted). */
 void nw_cv_add_row(const nw_model *model, unsigned flags, const double *yhat, const double *dyhat,
-                   const float *target, size_t stride, int want_grad, double *out);
+                   const float *target, size_t stride, int want_grad, double w, double *out);
+
+/* Makes the plan's CV the weighted one, sum_i w_i |y_i - yhat_-i(x_i)|^2 / sum w, one unit of
+ * weight min(1, w_i) left out (nwattn_nw_summary's): obs (n floats >= 0, sum > 0). Reference
+ * path plans only (fast == NW_PATH_REFERENCE). */
+void nw_plan_obs_weights(nw_plan *plan, const float *obs);
 
 /* The largest over points of the smallest t to another point at bandwidths h, for a compact
  * kernel (0 for non-compact kernels): nw_search_raise_grid's argument. */
 double nw_cv_largest_nearest_t(const nw_plan *plan, const double *h);
 
 /* CV and dCV/dh_k (grad, optional) at h from the sum over every row of nw_cv_add_row's
- * results (3 + d doubles); n rows in all. */
-void nw_cv_result(const nw_model *model, size_t n, const double *h, const double *total,
+ * results (3 + d doubles), divided by count (the rows, or their total observation weight). */
+void nw_cv_result(const nw_model *model, double count, const double *h, const double *total,
                   int want_grad, double *cv, double *grad);
 
 /* ---- The learnable-w model ----------------------------------------------------------------- */

@@ -7,6 +7,7 @@
 
 #include "cv_search.h"
 #include "nw.h"
+#include "stats.h"
 
 #define DEFAULT_GRID_POINTS 16
 #define DEFAULT_SCALE_MIN 0.05f
@@ -41,12 +42,45 @@ static nwattn_status check_options(nwattn_context *ctx, const nwattn_cv_options 
     return status == NWATTN_OK ? NWATTN_OK : nw_fail(ctx, status, "%s", message);
 }
 
-nwattn_status nwattn_nw_select_bandwidth(nwattn_context *ctx, const nwattn_regression *model,
-                                         size_t n, size_t d, size_t dv, const float *x, size_t ldx,
-                                         const float *y, size_t ldy,
-                                         const nwattn_cv_options *options, float *bandwidths,
-                                         nwattn_cv_report *report, float *curve_scales,
-                                         double *curve_cv) {
+/* The normal-reference rule with frequency weights (1.06 s_w N^(-1/(d+4)), N = sum w, s_w
+ * the weighted standard deviation with N - 1 in the denominator: the rule on the repeated
+ * rows) into start (d doubles; NULL: only the checks). Fails unless N > 1 and every s_w > 0. */
+static nwattn_status weighted_normal_reference(nwattn_context *ctx, size_t n, size_t d,
+                                               const float *x, size_t ldx, const float *obs,
+                                               double *start) {
+    const double total = nw_obs_weight_total(obs, n);
+    if (!(total > 1.0))
+        return nw_fail(ctx, NWATTN_ERR_DEGENERATE_DATA,
+                       "the observation weights sum to %g; the rule of thumb needs more than 1",
+                       total);
+    const double rate = pow(total, -1.0 / (double)(d + 4));
+    for (size_t k = 0; k < d; k++) {
+        double mean = 0.0, ss = 0.0;
+        for (size_t i = 0; i < n; i++)
+            mean += (double)obs[i] * (double)x[i * ldx + k];
+        mean /= total;
+        for (size_t i = 0; i < n; i++) {
+            const double r = (double)x[i * ldx + k] - mean;
+            ss += (double)obs[i] * r * r;
+        }
+        const double sd = sqrt(ss / (total - 1.0));
+        if (!(sd > 0.0))
+            return nw_fail(ctx, NWATTN_ERR_DEGENERATE_DATA,
+                           "coordinate %zu of the points of positive weight takes one value", k);
+        if (start != NULL)
+            start[k] = 1.06 * sd * rate;
+    }
+    return NWATTN_OK;
+}
+
+/* Both entry points: obs NULL (unweighted, every row engine) or observation weights (the
+ * reference engine). */
+static nwattn_status select_bandwidth(nwattn_context *ctx, const nwattn_regression *model,
+                                      size_t n, size_t d, size_t dv, const float *x, size_t ldx,
+                                      const float *y, size_t ldy, const float *obs,
+                                      const nwattn_cv_options *options, float *bandwidths,
+                                      nwattn_cv_report *report, float *curve_scales,
+                                      double *curve_cv) {
     NW_TRY(nw_begin(ctx));
     nw_model mod;
     NW_TRY(nw_check_model(ctx, model, d, dv, &mod));
@@ -58,6 +92,8 @@ nwattn_status nwattn_nw_select_bandwidth(nwattn_context *ctx, const nwattn_regre
     nw_call call;
     nw_call_init(&call, ctx, 1);
     NW_TRY(nw_check_training(&call, n, d, dv, x, ldx, y, ldy));
+    if (obs != NULL)
+        NW_TRY(nw_input_array(&call, "obs_weights", obs, sizeof(float), n));
     if (opt.start != NULL)
         NW_TRY(nw_input_array(&call, "options.start", opt.start, sizeof(float), d));
     NW_TRY(nw_output(&call, "bandwidths", bandwidths, 1, d, d, 0));
@@ -71,9 +107,20 @@ nwattn_status nwattn_nw_select_bandwidth(nwattn_context *ctx, const nwattn_regre
     if (opt.start != NULL)
         NW_TRY(nw_check_bandwidths(ctx, "options.start", opt.start, d));
     NW_TRY(nw_check_spread(ctx, n, d, x, ldx, 3));
-    int fast;
-    NW_TRY(nw_select_path(ctx, &mod, n, n, x, ldx, opt.start != NULL ? (double)opt.start[0] : 0.0,
-                          0, &fast));
+    if (obs != NULL) {
+        NW_TRY(nw_check_obs_weights(ctx, obs, n, 3));
+        int ones = 1;
+        for (size_t j = 0; j < n && ones; j++)
+            ones = obs[j] == 1.0f;
+        if (ones)
+            obs = NULL; /* unit weights: the unweighted search, bit for bit */
+    }
+    if (obs != NULL && opt.start == NULL) /* fail before any allocation */
+        NW_TRY(weighted_normal_reference(ctx, n, d, x, ldx, obs, NULL));
+    int fast = NW_PATH_REFERENCE;
+    if (obs == NULL)
+        NW_TRY(nw_select_path(ctx, &mod, n, n, x, ldx,
+                              opt.start != NULL ? (double)opt.start[0] : 0.0, 0, &fast));
 
     /* Working memory: the plan; then doubles: 3 grid arrays, start, h, grad, best_h, 11 BFGS
      * vectors of d and the d×d inverse Hessian; then 2n floats for the rule of thumb. */
@@ -99,12 +146,16 @@ nwattn_status nwattn_nw_select_bandwidth(nwattn_context *ctx, const nwattn_regre
     if (opt.start != NULL)
         for (size_t k = 0; k < d; k++)
             start[k] = (double)opt.start[k];
+    else if (obs != NULL)
+        (void)weighted_normal_reference(ctx, n, d, x, ldx, obs, start); /* checked above */
     else
         nw_rule_of_thumb(NWATTN_RULE_NORMAL_REFERENCE, n, d, x, ldx, start, rule_scratch);
 
     nw_plan plan;
     nw_plan_init(&plan, &mod, fast, n, x, ldx, y, ldy, threads, nw_units(n), mem);
     plan.team = &ctx->workers;
+    if (obs != NULL)
+        nw_plan_obs_weights(&plan, obs);
     nw_search s = {plan_cv, &plan, mod.kernel == NWATTN_KERNEL_UNIFORM, d, start, h, grad, 0,
                    opt.max_evaluations, INFINITY, best_h, 0};
 
@@ -135,4 +186,26 @@ nwattn_status nwattn_nw_select_bandwidth(nwattn_context *ctx, const nwattn_regre
             curve_cv[g] = fs[g];
     }
     return NWATTN_OK;
+}
+
+nwattn_status nwattn_nw_select_bandwidth(nwattn_context *ctx, const nwattn_regression *model,
+                                         size_t n, size_t d, size_t dv, const float *x, size_t ldx,
+                                         const float *y, size_t ldy,
+                                         const nwattn_cv_options *options, float *bandwidths,
+                                         nwattn_cv_report *report, float *curve_scales,
+                                         double *curve_cv) {
+    return select_bandwidth(ctx, model, n, d, dv, x, ldx, y, ldy, NULL, options, bandwidths,
+                            report, curve_scales, curve_cv);
+}
+
+nwattn_status nwattn_nw_select_bandwidth_weighted(nwattn_context *ctx,
+                                                  const nwattn_regression *model, size_t n,
+                                                  size_t d, size_t dv, const float *x, size_t ldx,
+                                                  const float *y, size_t ldy,
+                                                  const float *obs_weights,
+                                                  const nwattn_cv_options *options,
+                                                  float *bandwidths, nwattn_cv_report *report,
+                                                  float *curve_scales, double *curve_cv) {
+    return select_bandwidth(ctx, model, n, d, dv, x, ldx, y, ldy, obs_weights, options,
+                            bandwidths, report, curve_scales, curve_cv);
 }

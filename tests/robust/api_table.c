@@ -712,6 +712,23 @@ static nwattn_status invoke_nw_select(nwattn_context *ctx, const at_case *c) {
                                       F(c, SB_SCALES), F64(c, SB_CURVE));
 }
 
+/* nwattn_nw_select_bandwidth_weighted: the same operands, obs_weights after y. */
+enum { SW_X, SW_Y, SW_W, SW_START, SW_BW, SW_REPORT, SW_SCALES, SW_CURVE };
+
+static nwattn_status invoke_nw_select_weighted(nwattn_context *ctx, const at_case *c) {
+    const nwattn_regression model = regression_of(c, 0);
+    nwattn_cv_options options;
+    nwattn_cv_options_default(&options);
+    options.grid_points = SB_GRID;
+    options.max_evaluations = 12;
+    options.tolerance = c->param[3];
+    options.start = F(c, SW_START);
+    return nwattn_nw_select_bandwidth_weighted(
+        ctx, MODEL(c), D(c, SB_N), D(c, SB_D), D(c, SB_DV), F(c, SW_X), LD(c, SW_X), F(c, SW_Y),
+        LD(c, SW_Y), F(c, SW_W), &options, F(c, SW_BW),
+        (nwattn_cv_report *)c->buf[SW_REPORT].data, F(c, SW_SCALES), F64(c, SW_CURVE));
+}
+
 _Static_assert(sizeof(nwattn_cv_report) == 4 * sizeof(double), "report as four doubles");
 static void report_shape(const at_case *c, size_t *items, size_t *rows, size_t *cols) {
     (void)c;
@@ -767,6 +784,19 @@ static nwattn_status invoke_nw_bootstrap(nwattn_context *ctx, const at_case *c) 
                                      F(c, BB_XQ), LD(c, BB_XQ), D(c, BB_REPS), 12345u,
                                      c->param[3], F64(c, BB_LO), F64(c, BB_HI), F64(c, BB_SLO),
                                      F64(c, BB_SHI));
+}
+
+enum { BT_LO, BT_HI, BT_SLO, BT_SHI, BT_CRIT, BT_SIMCRIT }; /* after BB_XQ */
+
+static nwattn_status invoke_nw_bootstrap_t(nwattn_context *ctx, const at_case *c) {
+    const nwattn_regression model = regression_of(c, 0);
+    return nwattn_nw_bootstrap_t_bands(ctx, MODEL(c), F(c, BB_BW), D(c, BB_N), D(c, BB_D),
+                                       F(c, BB_X), LD(c, BB_X), F(c, BB_Y), F(c, BB_W),
+                                       D(c, BB_M), F(c, BB_XQ), LD(c, BB_XQ), D(c, BB_REPS),
+                                       12345u, c->param[3], F64(c, BB_LO + BT_LO),
+                                       F64(c, BB_LO + BT_HI), F64(c, BB_LO + BT_SLO),
+                                       F64(c, BB_LO + BT_SHI), F64(c, BB_LO + BT_CRIT),
+                                       F64(c, BB_LO + BT_SIMCRIT));
 }
 
 enum { KD_M, KD_N, KD_D };
@@ -1420,6 +1450,39 @@ const at_fn at_functions[] = {
         .finite_data = 1,
     },
     {
+        .name = "nwattn_nw_select_bandwidth_weighted",
+        .id = 32,
+        /* n >= 9 in random cases: with a fifth of the weights 0, three stay positive */
+        .n_dims = 3,
+        .dims = {DIM_ZERO_STATUS_MIN("n", 12, 9, 30, NWATTN_ERR_DEGENERATE_DATA, 9),
+                 DIM("d", 2, 1, 3, AT_ZERO_INVALID),
+                 DIM("dv", 2, 1, 3, AT_ZERO_INVALID)},
+        .batch_dim = -1,
+        .n_ops = 8,
+        .ops = {{"x", AT_IN, AT_F32, AT_FILL_DATA, ONE, EXT(SB_N), EXT(SB_D), AT_HAS_LD, NULL},
+                {"y", AT_IN, AT_F32, AT_FILL_DATA, ONE, EXT(SB_N), EXT(SB_DV), AT_HAS_LD, NULL},
+                {"obs_weights", AT_IN_OPT, AT_F32, AT_FILL_NONNEG, ONE, ONE, EXT(SB_N), 0, NULL},
+                {"options.start", AT_IN_OPT, AT_F32, AT_FILL_POSITIVE, ONE, ONE, EXT(SB_D), 0,
+                 NULL},
+                {"bandwidths", AT_OUT, AT_F32, AT_FILL_DATA, ONE, ONE, EXT(SB_D), 0, NULL},
+                {"report", AT_OUT_OPT, AT_F64, AT_FILL_DATA, ONE, ONE, ONE, 0, report_shape},
+                {"curve_scales", AT_OUT_OPT, AT_F32, AT_FILL_DATA, ONE, ONE, ONE, 0,
+                 curve_shape},
+                {"curve_cv", AT_OUT_OPT, AT_F64, AT_FILL_DATA, ONE, ONE, ONE, 0, curve_shape}},
+        NO_SCORE,
+        NO_MASK,
+        .n_structs = 1,
+        .structs = {"model"},
+        .n_params = 4,
+        .params = {{"model.kernel", AT_PARAM_ENUM, 0, 7, 0},
+                   {"model.degree", AT_PARAM_ENUM, 0, 2, 0},
+                   {"model.empty", AT_PARAM_ENUM, 0, 3, 0},
+                   {"options.tolerance", AT_PARAM_FINITE, 1e-2, 0, 0}},
+        NOT_IN_PLACE,
+        .invoke = invoke_nw_select_weighted,
+        .finite_data = 1,
+    },
+    {
         .name = "nwattn_bandwidth_rule_of_thumb",
         .id = 17,
         .n_dims = 2,
@@ -1541,9 +1604,10 @@ const at_fn at_functions[] = {
     {
         .name = "nwattn_nw_bootstrap_bands",
         .id = 25,
+        /* n >= 9 in random cases: with a fifth of the weights 0, three stay positive */
         .n_dims = 4,
         .dims = {DIM("m", 4, 1, 9, AT_ZERO_EMPTY),
-                 DIM_ZERO_STATUS_MIN("n", 12, 9, 30, NWATTN_ERR_DEGENERATE_DATA, 6),
+                 DIM_ZERO_STATUS_MIN("n", 12, 9, 30, NWATTN_ERR_DEGENERATE_DATA, 9),
                  DIM("d", 2, 1, 3, AT_ZERO_INVALID),
                  DIM_ZERO_STATUS_MIN("replicates", 20, 7, 40, NWATTN_ERR_BAD_PARAMETER, 2)},
         .batch_dim = -1,
@@ -1568,6 +1632,42 @@ const at_fn at_functions[] = {
                    {"level", AT_PARAM_FINITE, 0.9, 0, 1}},
         NOT_IN_PLACE,
         .invoke = invoke_nw_bootstrap,
+        .finite_data = 1,
+        .agree = agree_identical,
+    },
+    {
+        .name = "nwattn_nw_bootstrap_t_bands",
+        .id = 31,
+        .n_dims = 4,
+        /* n >= 9 in random cases: with a fifth of the weights 0, three stay positive */
+        .dims = {DIM("m", 4, 1, 9, AT_ZERO_EMPTY),
+                 DIM_ZERO_STATUS_MIN("n", 12, 9, 30, NWATTN_ERR_DEGENERATE_DATA, 9),
+                 DIM("d", 2, 1, 3, AT_ZERO_INVALID),
+                 DIM_ZERO_STATUS_MIN("replicates", 20, 7, 40, NWATTN_ERR_BAD_PARAMETER, 2)},
+        .batch_dim = -1,
+        .n_ops = 11,
+        .ops = {{"bandwidths", AT_IN, AT_F32, AT_FILL_POSITIVE, ONE, ONE, EXT(BB_D), 0, NULL},
+                {"x", AT_IN, AT_F32, AT_FILL_DATA, ONE, EXT(BB_N), EXT(BB_D), AT_HAS_LD, NULL},
+                {"y", AT_IN, AT_F32, AT_FILL_DATA, ONE, ONE, EXT(BB_N), 0, NULL},
+                {"obs_weights", AT_IN_OPT, AT_F32, AT_FILL_NONNEG, ONE, ONE, EXT(BB_N), 0, NULL},
+                {"xq", AT_IN, AT_F32, AT_FILL_DATA, ONE, EXT(BB_M), EXT(BB_D), AT_HAS_LD, NULL},
+                {"lower", AT_OUT_OPT, AT_F64, AT_FILL_DATA, ONE, ONE, EXT(BB_M), 0, NULL},
+                {"upper", AT_OUT_OPT, AT_F64, AT_FILL_DATA, ONE, ONE, EXT(BB_M), 0, NULL},
+                {"sim_lower", AT_OUT_OPT, AT_F64, AT_FILL_DATA, ONE, ONE, EXT(BB_M), 0, NULL},
+                {"sim_upper", AT_OUT_OPT, AT_F64, AT_FILL_DATA, ONE, ONE, EXT(BB_M), 0, NULL},
+                {"crit", AT_OUT_OPT, AT_F64, AT_FILL_DATA, ONE, ONE, EXT(BB_M), 0, NULL},
+                {"sim_crit", AT_OUT_OPT, AT_F64, AT_FILL_DATA, ONE, ONE, ONE, 0, NULL}},
+        NO_SCORE,
+        NO_MASK,
+        .n_structs = 1,
+        .structs = {"model"},
+        .n_params = 4,
+        .params = {{"model.kernel", AT_PARAM_ENUM, 0, 7, 0},
+                   {"model.degree", AT_PARAM_ENUM, 0, 2, 0},
+                   {"model.empty", AT_PARAM_ENUM, 0, 3, 0},
+                   {"level", AT_PARAM_FINITE, 0.9, 0, 1}},
+        NOT_IN_PLACE,
+        .invoke = invoke_nw_bootstrap_t,
         .finite_data = 1,
         .agree = agree_identical,
     },
