@@ -272,8 +272,8 @@ NWATTN_API nwattn_status nwattn_pool(nwattn_context *ctx, const nwattn_score *sc
  * to 2e-4 of each gradient's largest entry: docs/numerics.md "Gradients"). A call whose Q or K holds NaN or Inf, or whose lse holds NaN,
  * +INFINITY or a finite value beyond ±1024 (where a float lse no longer pins P down) runs the
  * reference under every backend.
- * All outputs are required except the parameter gradient: set the one field of grads that
- * matches the score (d_scale for DOT and COSINE, d_bandwidth for a scalar bandwidth,
+ * All outputs are required except d_additive and the parameter gradient: set the one field of
+ * grads that matches the score (d_scale for DOT and COSINE, d_bandwidth for a scalar bandwidth,
  * d_bandwidths for per-dimension ones; another field set is NWATTN_ERR_BAD_PARAMETER).
  * m == 0 or n == 0 write zero gradients. Outputs must overlap no input or each other. */
 typedef struct nwattn_pool_upstream {
@@ -295,6 +295,17 @@ typedef struct nwattn_pool_grads {
     float *d_scale;      /* NULL or 1 float: DOT and COSINE */
     float *d_bandwidth;  /* NULL or 1 float: GAUSSIAN and LAPLACE with score.bandwidths NULL */
     float *d_bandwidths; /* NULL or d floats: GAUSSIAN and LAPLACE with score.bandwidths */
+    /* NULL, or dL/d(mask.additive) (learned attention biases): dS_ij = P_ij (dP_ij - D_i), laid
+     * out like the forward's additive mask, m×n per item (pitch ld_d_additive >= n, items
+     * stride_d_additive apart). Where the forward broadcasts one additive matrix to every item
+     * (mask.stride_additive == 0 with batch > 1) this is one m×n matrix holding the sum over
+     * the items, added in item order (stride_d_additive unused): the same bits for any thread
+     * count. Masked pairs (an additive -INFINITY, a masked key, a fully masked row) get exactly
+     * 0. Needs mask.additive (else NWATTN_ERR_BAD_PARAMETER). Fields are only ever appended
+     * to this struct: a caller that zero-initialises it ({0}, designated initialisers, or a
+     * positional list of the earlier fields) leaves d_additive NULL. */
+    float *d_additive;
+    size_t ld_d_additive, stride_d_additive;
 } nwattn_pool_grads;
 
 NWATTN_API nwattn_status nwattn_pool_backward(nwattn_context *ctx, const nwattn_score *score,

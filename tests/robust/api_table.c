@@ -327,7 +327,7 @@ static nwattn_status invoke_backward(nwattn_context *ctx, const at_case *c) {
                                      ST(c, PB_LSE), F(c, PB_DO), LD(c, PB_DO), ST(c, PB_DO)};
     nwattn_pool_grads g = {F(c, PB_DQ), LD(c, PB_DQ), ST(c, PB_DQ), F(c, PB_DK), LD(c, PB_DK),
                            ST(c, PB_DK), F(c, PB_DVO), LD(c, PB_DVO), ST(c, PB_DVO),
-                           NULL, NULL, NULL};
+                           NULL, NULL, NULL, NULL, 0, 0};
     const int scaled = c->score.kind == NWATTN_SCORE_DOT || c->score.kind == NWATTN_SCORE_COSINE;
     if (scaled)
         g.d_scale = F(c, PB_DPARAM);
