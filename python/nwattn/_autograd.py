@@ -10,6 +10,7 @@ numpy (always available, also as ``nwattn.pool_backward`` and ``nwattn.nw_predic
 The torch layer over them is ``nwattn.autograd`` (``_torch_layer.py``), imported on first use.
 """
 import ctypes
+import math
 
 import numpy as np
 
@@ -37,7 +38,7 @@ def _unbroadcast(grad, shape):
 
 def pool_backward(q, k, v, o, lse, d_o, *, score="dot", scale=None, bandwidth=None,
                   bandwidths=None, valid_lens=None, causal=False, leave_one_out=False,
-                  additive=None, keep=None, ctx=None):
+                  additive=None, keep=None, additive_grad=False, ctx=None):
     """``nwattn_pool_backward``: the gradients of a loss L through ``nwattn.pool``.
 
     q, k, v and the score and mask keywords as given to :func:`nwattn.pool`; o (*batch, m, dv)
@@ -45,8 +46,13 @@ def pool_backward(q, k, v, o, lse, d_o, *, score="dot", scale=None, bandwidth=No
     Returns (dq, dk, dv, d_param): dq, dk, dv shaped like q, k, v (summed over the batch axes
     that were broadcast), d_param the gradient of the score's parameter as a float (scale, or
     the one bandwidth) or a (d,) array (per-dimension bandwidths).
+    additive_grad=True (needs ``additive``) appends d_additive = dL/d(additive), shaped like
+    additive and summed over the batch axes it was broadcast along (learned attention biases;
+    masked entries, -inf ones among them, get exactly 0).
     """
-    if _fast is not None:  # the compiled path (see _fastpath.py); NotImplemented: not plain
+    if additive_grad and additive is None:
+        raise ValueError("additive_grad=True needs the additive mask (additive=...)")
+    if _fast is not None and not additive_grad:  # the compiled path (see _fastpath.py)
         r = _fast.pool_backward(q, k, v, o, lse, d_o, score, scale, bandwidth, bandwidths,
                                 valid_lens, causal, leave_one_out, additive, keep, ctx)
         if r is not NotImplemented:
@@ -59,6 +65,12 @@ def pool_backward(q, k, v, o, lse, d_o, *, score="dot", scale=None, bandwidth=No
                                ("v", v.shape[:-2])] + masks.batch_shapes())
     sc, alive = make_score(score, scale, bandwidth, bandwidths, d)
     mask, alive_mask = masks.build(batch)
+    shared = False  # one additive matrix broadcast to every item: C sums its gradient
+    if additive_grad and A.count(batch) > 1 and alive_mask[0].stride_additive == 0:
+        shared = math.prod(masks.additive.shape[:-2]) == 1
+        if not shared:  # a stride-0 view with batch axes: its items get their own gradients
+            masks.additive = np.array(masks.additive, order="C", copy=True)
+            mask, alive_mask = masks.build(batch)
     ops = [A.input_operand(x, batch, name) for x, name in ((q, "q"), (k, "k"), (v, "v"))]
     oo = A.input_operand(A.float_input(o, "o"), batch, "o")
     do = A.input_operand(A.float_input(d_o, "d_o"), batch, "d_o")
@@ -75,13 +87,20 @@ def pool_backward(q, k, v, o, lse, d_o, *, score="dot", scale=None, bandwidth=No
         g.d_bandwidths = d_param.ctypes.data
     else:
         g.d_bandwidth = d_param.ctypes.data
+    if additive_grad:
+        ds = A.output_operand(None, (m, n) if shared else tuple(batch) + (m, n), "d_additive")
+        g.d_additive, g.ld_d_additive, g.stride_d_additive = ds.args
     up = PoolUpstream(*oo.args, lse.ctypes.data, m, *do.args)
     h = ctx.handle
     check(C.nwattn_pool_backward(h, ctypes.byref(sc), mask, A.count(batch), m, n, d, dv,
                                  *ops[0].args, *ops[1].args, *ops[2].args, ctypes.byref(up),
                                  ctypes.byref(g)), h, "nwattn_pool_backward")
     dq, dk, dvv = (_unbroadcast(op.array, x.shape) for op, x in zip(grads, (q, k, v)))
-    return dq, dk, dvv, (d_param if per_dim else float(d_param[0]))
+    result = (dq, dk, dvv, (d_param if per_dim else float(d_param[0])))
+    if additive_grad:
+        shape = masks.additive.shape
+        result += (ds.array.reshape(shape) if shared else _unbroadcast(ds.array, shape),)
+    return result
 
 
 def attention_backward(x_q, x_k, x_v, dy, *, w_q, w_k, w_v, w_o=None, b_q=None, b_k=None,

@@ -336,7 +336,9 @@ class PoolGrads(ctypes.Structure):
     _fields_ = [("d_q", c_void_p), ("ld_dq", c_size_t), ("stride_dq", c_size_t),
                 ("d_k", c_void_p), ("ld_dk", c_size_t), ("stride_dk", c_size_t),
                 ("d_v", c_void_p), ("ld_dv", c_size_t), ("stride_dv", c_size_t),
-                ("d_scale", c_void_p), ("d_bandwidth", c_void_p), ("d_bandwidths", c_void_p)]
+                ("d_scale", c_void_p), ("d_bandwidth", c_void_p), ("d_bandwidths", c_void_p),
+                ("d_additive", c_void_p), ("ld_d_additive", c_size_t),
+                ("stride_d_additive", c_size_t)]
 
 
 class AttentionGrads(ctypes.Structure):

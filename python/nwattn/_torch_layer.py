@@ -63,31 +63,35 @@ class PoolFunction(torch.autograd.Function):
     converts only the gradients that are asked for."""
 
     @staticmethod
-    def forward(fctx, q, k, v, param, score, mask_kw):
+    def forward(fctx, q, k, v, param, additive, score, mask_kw):
         kw = _param_kw(score, param)
+        if additive is not None:  # a tensor: its gradient is dS (learned attention biases)
+            kw["additive"] = _np(additive)
         qa = _np(q)  # self-attention and d2l pass one tensor twice: one view of it
         ka = qa if k is q else _np(k)
         arrays = (qa, ka, ka if v is k else qa if v is q else _np(v))
         o, lse = _pool(*arrays, score=score, lse=True, **kw, **mask_kw)
-        fctx.save_for_backward(q, k, v, param)  # torch's check of in-place changes
+        fctx.save_for_backward(q, k, v, param, additive)  # torch's check of in-place changes
         fctx.arrays, fctx.kw = arrays, {**kw, **mask_kw}
         fctx.o, fctx.lse, fctx.score = o, lse, score
         return _like(o, q)
 
     @staticmethod
     def backward(fctx, d_o):
-        q, k, v, param = fctx.saved_tensors
+        q, k, v, param, additive = fctx.saved_tensors
         d_o = _np(d_o)
         if not d_o.flags.c_contiguous:
             d_o = np.ascontiguousarray(d_o)
-        dq, dk, dv, dp = pool_backward(*fctx.arrays, fctx.o, fctx.lse, d_o, score=fctx.score,
-                                       **fctx.kw)
         need = fctx.needs_input_grad
+        want_ds = additive is not None and need[4]
+        dq, dk, dv, dp, *ds = pool_backward(*fctx.arrays, fctx.o, fctx.lse, d_o,
+                                            score=fctx.score, additive_grad=want_ds, **fctx.kw)
         d_param = None if param is None or not need[3] else \
             _like(np.asarray(dp, np.float32).reshape(param.shape), param)
+        d_add = _like(ds[0], additive) if want_ds else None
         grads = tuple(_like(g, t) if wanted else None
                       for g, t, wanted in zip((dq, dk, dv), (q, k, v), need))
-        return _first_order(grads + (d_param,), (q, k, v, param)) + (None, None)
+        return _first_order(grads + (d_param, d_add), (q, k, v, param, additive)) + (None, None)
 
 def _param_kw(score, param):
     if param is None:  # the library's default scale or bandwidth
@@ -99,14 +103,20 @@ def _param_kw(score, param):
         return {"bandwidth": float(value)}
     return {"bandwidths": value.reshape(-1)}
 
-def pool(q, k, v, param=None, *, score="dot", **mask_kw):
+def pool(q, k, v, param=None, *, score="dot", additive=None, **mask_kw):
     """Differentiable nwattn.pool. param: a tensor holding the scale (dot, cosine), the
     bandwidth (a 0-d tensor) or the per-dimension bandwidths ((d,) tensor); give it
     requires_grad=True to learn it (a learnable temperature, or d2l's w as h = 1/|w|).
-    A plain number is a constant; None the library's default (1/sqrt(d), 1, 1)."""
+    A plain number is a constant; None the library's default (1/sqrt(d), 1, 1).
+    additive: the additive mask; a tensor with requires_grad=True is learned (attention
+    biases: its .grad is dS, summed over the batch axes it is broadcast along; -inf entries
+    mask their keys and get exactly 0)."""
     if param is not None and not torch.is_tensor(param):
         param = torch.tensor(param, dtype=torch.float64)
-    return PoolFunction.apply(q, k, v, param, score, mask_kw)
+    if additive is not None and not torch.is_tensor(additive):
+        mask_kw["additive"] = additive  # numpy or nested lists: a constant
+        additive = None
+    return PoolFunction.apply(q, k, v, param, additive, score, mask_kw)
 
 class NWPredictFunction(torch.autograd.Function):
     """yq = nwattn.nw_predict(xq, x, y, h) with the gradient for h (the data are constants)."""

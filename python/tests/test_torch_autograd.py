@@ -485,3 +485,50 @@ def test_d2l_step_takes_the_compiled_path_and_agrees_with_the_pure_one(monkeypat
         got = step()
     assert taken == [("pool", True), ("pool_backward", True)]
     assert torch.equal(got, want)
+
+
+# --- learned attention biases: the additive mask's gradient ---------------------------------
+
+@pytest.mark.parametrize("shape", [(2, 3, 4, 5), (4, 5), (3, 4, 5), (2, 1, 4, 5)])
+@pytest.mark.parametrize("score", ["dot", "laplace"])
+def test_pool_additive_mask_learns_as_a_bias(shape, score, ctx):
+    """A learnable additive mask (per item, or broadcast over some or all batch axes) gets
+    torch's gradient; its -inf entries (masked keys) get exactly 0."""
+    rng = np.random.default_rng(31)
+    q, k, v = _leaves(rng, (2, 3, 4, 3), (2, 3, 5, 3), (2, 3, 5, 2))
+    init = rng.uniform(-1, 1, shape)
+    init[..., 1, 2] = -np.inf
+    init[..., 3, 0] = -np.inf
+    bias = torch.tensor(init, dtype=F64, requires_grad=True)
+    p = torch.tensor(0.8, dtype=F64, requires_grad=True)
+    up = torch.tensor(rng.uniform(-1, 1, (2, 3, 4, 2)), dtype=F64)
+    leaves = [q, k, v, p, bias]
+    got = _grads(AG.pool(q, k, v, p, score=score, additive=bias, ctx=ctx), up, leaves)
+    want = _grads(torch.softmax(_scores(q, k, score, p) + bias, -1) @ v, up, leaves)
+    for g, w in zip(got, want):
+        _close(g, w)
+    assert got[4].shape == bias.shape
+    assert torch.all(got[4][..., 1, 2] == 0) and torch.all(got[4][..., 3, 0] == 0)
+
+
+def test_pool_additive_gradient_with_fully_masked_rows_and_numpy():
+    """A row whose keys are all masked gets dS = 0 (torch's spelled-out softmax would give
+    NaN there); the numpy function returns the same dS as the torch layer."""
+    rng = np.random.default_rng(32)
+    q, k, v = _leaves(rng, (2, 4, 3), (2, 3, 3), (2, 3, 2))
+    bias = torch.tensor(rng.uniform(-1, 1, (2, 4, 3)), dtype=F64, requires_grad=True)
+    lens = np.array([3, 0])  # item 1: every row fully masked
+    out = AG.pool(q, k, v, additive=bias, valid_lens=lens)
+    up = torch.tensor(rng.uniform(-1, 1, (2, 4, 2)), dtype=F64)
+    out.backward(up)
+    assert torch.all(bias.grad[1] == 0)
+    want, = torch.autograd.grad((torch.softmax(_scores(q[0], k[0], "dot", 1 / math.sqrt(3)) +
+                                               bias[0], -1) @ v[0] * up[0]).sum(), [bias])
+    _close(bias.grad[0], want[0])
+    f = [x.detach().numpy().astype(np.float32) for x in (q, k, v, bias)]
+    o, lse = nwattn.pool(*f[:3], additive=f[3], valid_lens=lens, lse=True)
+    *_, ds = nwattn.pool_backward(*f[:3], o, lse, up.numpy().astype(np.float32),
+                                  additive=f[3], valid_lens=lens, additive_grad=True)
+    np.testing.assert_allclose(ds, bias.grad.numpy(), rtol=1e-5, atol=1e-7)
+    with pytest.raises(ValueError, match="additive"):
+        nwattn.pool_backward(*f[:3], o, lse, o, additive_grad=True)
