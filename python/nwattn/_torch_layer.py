@@ -139,41 +139,67 @@ _LAYER = ("w_q", "w_k", "w_v", "w_o", "b_q", "b_k", "b_v", "b_o")
 
 class AttentionFunction(torch.autograd.Function):
     """Y = nwattn.attention(...) with gradients for the inputs, weights, biases and the
-    score's scale (a learnable temperature) when it is given as a tensor."""
+    score's parameter when it is given as a tensor: the scale of dot and cosine heads (a
+    learnable temperature), the bandwidth or per-dimension bandwidths of Gaussian and Laplace
+    heads (param_name says which keyword it is)."""
 
     @staticmethod
-    def forward(fctx, x_q, x_k, x_v, w_q, w_k, w_v, w_o, b_q, b_k, b_v, b_o, scale, opts):
+    def forward(fctx, x_q, x_k, x_v, w_q, w_k, w_v, w_o, b_q, b_k, b_v, b_o, param,
+                param_name, opts):
         tensors = (w_q, w_k, w_v, w_o, b_q, b_k, b_v, b_o)
         kw = {n: (None if t is None else _np(t)) for n, t in zip(_LAYER, tensors)}
-        if scale is not None:
-            kw["scale"] = float(_np(scale).reshape(()))
+        kw.update(_named_param(param_name, param))
         y = __import__("nwattn").attention(_np(x_q), _np(x_k), _np(x_v), **kw, **opts)
-        fctx.save_for_backward(x_q, x_k, x_v, *tensors, scale)
-        fctx.opts = opts
+        fctx.save_for_backward(x_q, x_k, x_v, *tensors, param)
+        fctx.opts, fctx.param_name = opts, param_name
         return _like(y, x_q)
 
     @staticmethod
     def backward(fctx, dy):
-        x_q, x_k, x_v, *tensors, scale = fctx.saved_tensors
+        x_q, x_k, x_v, *tensors, param = fctx.saved_tensors
         kw = {n: (None if t is None else _np(t)) for n, t in zip(_LAYER, tensors)}
-        if scale is not None:
-            kw["scale"] = float(_np(scale).reshape(()))
+        kw.update(_named_param(fctx.param_name, param))
         g = attention_backward(_np(x_q), _np(x_k), _np(x_v), _np(dy), **kw, **fctx.opts)
         grads = [_like(g["dx_q"], x_q), _like(g["dx_k"], x_k), _like(g["dx_v"], x_v)]
         for n, t in zip(_LAYER, tensors):
             grads.append(None if t is None else _like(g["d" + n].reshape(t.shape), t))
-        grads.append(None if scale is None else
-                     _like(np.asarray(g["d_score"], np.float32).reshape(scale.shape), scale))
-        return _first_order(tuple(grads), (x_q, x_k, x_v, *tensors, scale)) + (None,)
+        grads.append(None if param is None else
+                     _like(np.asarray(g["d_score"], np.float32).reshape(param.shape), param))
+        return _first_order(tuple(grads), (x_q, x_k, x_v, *tensors, param)) + (None, None)
+
+def _named_param(name, param):
+    """The score keyword for the parameter tensor: scale and bandwidth are one number (any
+    shape of one element, e.g. d2l's (1,) w), bandwidths a vector of d_head."""
+    if param is None:
+        return {}
+    value = _np(param)
+    if name == "bandwidths":
+        return {name: value.reshape(-1)}
+    if value.size != 1:
+        raise ValueError(f"nwattn.autograd.attention: {name} has {value.size} elements, "
+                         "expected one (per-dimension bandwidths are bandwidths=)")
+    return {name: float(value.reshape(()))}
 
 def attention(x_q, x_k=None, x_v=None, *, w_q, w_k, w_v, w_o=None, b_q=None, b_k=None,
-              b_v=None, b_o=None, scale=None, **opts):
-    """Differentiable nwattn.attention (heads, score and mask keywords in opts); scale: a
-    tensor for a learnable temperature of the scaled dot product (default 1/sqrt(d_k))."""
+              b_v=None, b_o=None, scale=None, bandwidth=None, bandwidths=None, **opts):
+    """Differentiable nwattn.attention (heads, score and mask keywords in opts). The score's
+    parameter, at most one of: scale (dot and cosine heads, default 1/sqrt(d_k) and 1),
+    bandwidth or bandwidths ((d_k/heads,), Gaussian and Laplace heads). A tensor is learned
+    with the layer (a learnable temperature, a learnable kernel width; its .grad sums every
+    head and item), a plain number is a constant."""
+    given = [(n, t) for n, t in (("scale", scale), ("bandwidth", bandwidth),
+                                 ("bandwidths", bandwidths)) if t is not None]
+    if len(given) > 1:
+        raise ValueError("nwattn.autograd.attention: give at most one of scale, bandwidth "
+                         "and bandwidths (the score has one parameter)")
+    name, param = given[0] if given else (None, None)
+    if param is not None and not torch.is_tensor(param):
+        opts = {**opts, name: param}  # a constant
+        name, param = None, None
     x_k = x_q if x_k is None else x_k
     x_v = x_k if x_v is None else x_v
     return AttentionFunction.apply(x_q, x_k, x_v, w_q, w_k, w_v, w_o, b_q, b_k, b_v, b_o,
-                                   scale, opts)
+                                   param, name, opts)
 
 def nw_predict(xq, x, y, bandwidth, **kwargs):
     """Differentiable nwattn.nw_predict in its bandwidth tensor (only: xq, x and y are

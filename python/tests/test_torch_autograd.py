@@ -210,7 +210,7 @@ def test_gradcheck_of_pool_and_nw_predict():
 
 
 def _spelled_attention(x_q, x_k, x_v, w_q, w_k, w_v, w_o=None, b_q=None, b_k=None, b_v=None,
-                       b_o=None, heads=1, scale=None, causal=False):
+                       b_o=None, heads=1, scale=None, causal=False, score="dot", param=None):
     def proj(x, w, b):
         y = x @ w.transpose(0, 1)
         return y if b is None else y + b
@@ -222,7 +222,10 @@ def _spelled_attention(x_q, x_k, x_v, w_q, w_k, w_v, w_o=None, b_q=None, b_k=Non
 
     qh, kh, vh = split(qp), split(kp), split(vp)
     d_head = qh.shape[-1]
-    s = (1 / math.sqrt(d_head) if scale is None else scale) * qh @ kh.transpose(-1, -2)
+    if score == "dot":
+        s = (1 / math.sqrt(d_head) if scale is None else scale) * qh @ kh.transpose(-1, -2)
+    else:
+        s = _scores(qh, kh, score, param)
     if causal:
         t_q, t_kv = s.shape[-2:]
         s = s.masked_fill(torch.arange(t_kv) > torch.arange(t_q).unsqueeze(-1), -math.inf)
@@ -247,6 +250,36 @@ def test_attention_gradients_match_torch_cross_attention_with_everything(ctx):
             assert float(g.abs().max()) <= 1e-5 * float(got[4].abs().max())
             continue
         _close(g, w)
+
+
+@pytest.mark.parametrize("score, name, value", [("gaussian", "bandwidth", 0.9),
+                                                ("laplace", "bandwidth", [1.4]),
+                                                ("gaussian", "bandwidths", [0.7, 1.2, 1.0]),
+                                                ("laplace", "bandwidths", [1.1, 0.8, 1.3]),
+                                                ("cosine", "scale", 3.0)])
+def test_attention_learns_the_bandwidth_or_scale_of_its_heads(score, name, value, ctx):
+    """The score's parameter of every head (Gaussian/Laplace bandwidth, per-dimension
+    bandwidths, the cosine scale) is a differentiable input of the layer."""
+    rng = np.random.default_rng(26)
+    x, = _leaves(rng, (2, 5, 4))
+    w_q, w_k, w_v, w_o = _leaves(rng, (6, 4), (6, 4), (4, 4), (3, 4))
+    param = torch.tensor(value, dtype=F64, requires_grad=True)
+    up = torch.tensor(rng.uniform(-1, 1, (2, 5, 3)), dtype=F64)
+    kw = dict(w_q=w_q, w_k=w_k, w_v=w_v, w_o=w_o)
+    leaves = [x, w_q, w_k, w_v, w_o, param]
+    got = _grads(AG.attention(x, heads=2, score=score, ctx=ctx, **{name: param}, **kw), up,
+                 leaves)
+    want = _grads(_spelled_attention(x, x, x, heads=2, score=score, param=param, **kw), up,
+                  leaves)
+    for g, w in zip(got, want):
+        _close(g, w)
+    assert got[-1].shape == param.shape
+    number = np.array(value) if name == "bandwidths" else float(np.reshape(value, -1)[0])
+    const = AG.attention(x, heads=2, score=score, **{name: number}, **kw)  # a constant
+    _close(const.detach(), _spelled_attention(x, x, x, heads=2, score=score,
+                                              param=param.detach(), **kw).detach(), 1e-5)
+    with pytest.raises(ValueError, match="at most one"):
+        AG.attention(x, score=score, scale=1.0, bandwidth=param, **kw)
 
 
 def test_attention_self_attention_sums_the_three_uses_of_x():
