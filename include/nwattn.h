@@ -508,6 +508,13 @@ typedef struct nwattn_attention_grads {
     float *dw_q, *dw_k, *dw_v, *dw_o; /* d_qk × d_q_in, d_qk × d_k_in, d_v × d_v_in, d_out × d_v */
     float *db_q, *db_k, *db_v, *db_o; /* d_qk, d_qk, d_v, d_out */
     float *d_score;
+    /* NULL, or dL/d(mask.additive) (a learned attention bias), t_q × t_kv per item laid out
+     * as nwattn_pool_grads.d_additive is: summed over the heads (which share the mask), head
+     * by head in order, and over the items too where the mask is one matrix for every item
+     * (mask.stride_additive == 0, batch > 1). Needs mask.additive. Appended after d_score:
+     * zero-initialised callers leave it NULL. */
+    float *d_additive;
+    size_t ld_d_additive, stride_d_additive;
 } nwattn_attention_grads;
 
 /* Backpropagation through nwattn_attention: from the same inputs (its first sixteen arguments

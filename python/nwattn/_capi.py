@@ -349,7 +349,8 @@ class AttentionGrads(ctypes.Structure):
                 ("dx_v", c_void_p), ("ld_dx_v", c_size_t), ("stride_dx_v", c_size_t),
                 ("dw_q", c_void_p), ("dw_k", c_void_p), ("dw_v", c_void_p), ("dw_o", c_void_p),
                 ("db_q", c_void_p), ("db_k", c_void_p), ("db_v", c_void_p), ("db_o", c_void_p),
-                ("d_score", c_void_p)]
+                ("d_score", c_void_p), ("d_additive", c_void_p), ("ld_d_additive", c_size_t),
+                ("stride_d_additive", c_size_t)]
 
 
 declare({

@@ -144,28 +144,36 @@ class AttentionFunction(torch.autograd.Function):
     heads (param_name says which keyword it is)."""
 
     @staticmethod
-    def forward(fctx, x_q, x_k, x_v, w_q, w_k, w_v, w_o, b_q, b_k, b_v, b_o, param,
+    def forward(fctx, x_q, x_k, x_v, w_q, w_k, w_v, w_o, b_q, b_k, b_v, b_o, param, additive,
                 param_name, opts):
         tensors = (w_q, w_k, w_v, w_o, b_q, b_k, b_v, b_o)
         kw = {n: (None if t is None else _np(t)) for n, t in zip(_LAYER, tensors)}
         kw.update(_named_param(param_name, param))
+        if additive is not None:  # a tensor: a learned attention bias, shared by the heads
+            kw["additive"] = _np(additive)
         y = __import__("nwattn").attention(_np(x_q), _np(x_k), _np(x_v), **kw, **opts)
-        fctx.save_for_backward(x_q, x_k, x_v, *tensors, param)
+        fctx.save_for_backward(x_q, x_k, x_v, *tensors, param, additive)
         fctx.opts, fctx.param_name = opts, param_name
         return _like(y, x_q)
 
     @staticmethod
     def backward(fctx, dy):
-        x_q, x_k, x_v, *tensors, param = fctx.saved_tensors
+        x_q, x_k, x_v, *tensors, param, additive = fctx.saved_tensors
         kw = {n: (None if t is None else _np(t)) for n, t in zip(_LAYER, tensors)}
         kw.update(_named_param(fctx.param_name, param))
-        g = attention_backward(_np(x_q), _np(x_k), _np(x_v), _np(dy), **kw, **fctx.opts)
+        want_ds = additive is not None and fctx.needs_input_grad[12]
+        if additive is not None:
+            kw["additive"] = _np(additive)
+        g = attention_backward(_np(x_q), _np(x_k), _np(x_v), _np(dy), additive_grad=want_ds,
+                               **kw, **fctx.opts)
         grads = [_like(g["dx_q"], x_q), _like(g["dx_k"], x_k), _like(g["dx_v"], x_v)]
         for n, t in zip(_LAYER, tensors):
             grads.append(None if t is None else _like(g["d" + n].reshape(t.shape), t))
         grads.append(None if param is None else
                      _like(np.asarray(g["d_score"], np.float32).reshape(param.shape), param))
-        return _first_order(tuple(grads), (x_q, x_k, x_v, *tensors, param)) + (None, None)
+        grads.append(_like(g["d_additive"], additive) if want_ds else None)
+        return _first_order(tuple(grads), (x_q, x_k, x_v, *tensors, param, additive)) + \
+            (None, None)
 
 def _named_param(name, param):
     """The score keyword for the parameter tensor: scale and bandwidth are one number (any
@@ -181,12 +189,15 @@ def _named_param(name, param):
     return {name: float(value.reshape(()))}
 
 def attention(x_q, x_k=None, x_v=None, *, w_q, w_k, w_v, w_o=None, b_q=None, b_k=None,
-              b_v=None, b_o=None, scale=None, bandwidth=None, bandwidths=None, **opts):
+              b_v=None, b_o=None, scale=None, bandwidth=None, bandwidths=None, additive=None,
+              **opts):
     """Differentiable nwattn.attention (heads, score and mask keywords in opts). The score's
     parameter, at most one of: scale (dot and cosine heads, default 1/sqrt(d_k) and 1),
     bandwidth or bandwidths ((d_k/heads,), Gaussian and Laplace heads). A tensor is learned
     with the layer (a learnable temperature, a learnable kernel width; its .grad sums every
-    head and item), a plain number is a constant."""
+    head and item), a plain number is a constant. additive: the additive mask (all heads share
+    it); a tensor that requires grad is learned (attention biases, .grad summed over the heads
+    and the batch axes it is broadcast along)."""
     given = [(n, t) for n, t in (("scale", scale), ("bandwidth", bandwidth),
                                  ("bandwidths", bandwidths)) if t is not None]
     if len(given) > 1:
@@ -196,10 +207,13 @@ def attention(x_q, x_k=None, x_v=None, *, w_q, w_k, w_v, w_o=None, b_q=None, b_k
     if param is not None and not torch.is_tensor(param):
         opts = {**opts, name: param}  # a constant
         name, param = None, None
+    if additive is not None and not torch.is_tensor(additive):
+        opts = {**opts, "additive": additive}  # numpy or nested lists: a constant
+        additive = None
     x_k = x_q if x_k is None else x_k
     x_v = x_k if x_v is None else x_v
     return AttentionFunction.apply(x_q, x_k, x_v, w_q, w_k, w_v, w_o, b_q, b_k, b_v, b_o,
-                                   param, name, opts)
+                                   param, additive, name, opts)
 
 def nw_predict(xq, x, y, bandwidth, **kwargs):
     """Differentiable nwattn.nw_predict in its bandwidth tensor (only: xq, x and y are

@@ -210,7 +210,8 @@ def test_gradcheck_of_pool_and_nw_predict():
 
 
 def _spelled_attention(x_q, x_k, x_v, w_q, w_k, w_v, w_o=None, b_q=None, b_k=None, b_v=None,
-                       b_o=None, heads=1, scale=None, causal=False, score="dot", param=None):
+                       b_o=None, heads=1, scale=None, causal=False, score="dot", param=None,
+                       additive=None):
     def proj(x, w, b):
         y = x @ w.transpose(0, 1)
         return y if b is None else y + b
@@ -226,6 +227,8 @@ def _spelled_attention(x_q, x_k, x_v, w_q, w_k, w_v, w_o=None, b_q=None, b_k=Non
         s = (1 / math.sqrt(d_head) if scale is None else scale) * qh @ kh.transpose(-1, -2)
     else:
         s = _scores(qh, kh, score, param)
+    if additive is not None:  # one mask for every head
+        s = s + additive.unsqueeze(-3)
     if causal:
         t_q, t_kv = s.shape[-2:]
         s = s.masked_fill(torch.arange(t_kv) > torch.arange(t_q).unsqueeze(-1), -math.inf)
@@ -565,3 +568,21 @@ def test_pool_additive_gradient_with_fully_masked_rows_and_numpy():
     np.testing.assert_allclose(ds, bias.grad.numpy(), rtol=1e-5, atol=1e-7)
     with pytest.raises(ValueError, match="additive"):
         nwattn.pool_backward(*f[:3], o, lse, o, additive_grad=True)
+
+
+@pytest.mark.parametrize("shape", [(2, 5, 5), (5, 5)])
+def test_attention_additive_mask_learns_as_a_bias_shared_by_the_heads(shape, ctx):
+    rng = np.random.default_rng(33)
+    x, = _leaves(rng, (2, 5, 4))
+    w_q, w_k, w_v = _leaves(rng, (4, 4), (4, 4), (4, 4))
+    init = rng.uniform(-1, 1, shape)
+    init[..., 0, 3] = -np.inf
+    bias = torch.tensor(init, dtype=F64, requires_grad=True)
+    up = torch.tensor(rng.uniform(-1, 1, (2, 5, 4)), dtype=F64)
+    kw = dict(w_q=w_q, w_k=w_k, w_v=w_v)
+    leaves = [x, w_q, bias]
+    got = _grads(AG.attention(x, heads=2, additive=bias, ctx=ctx, **kw), up, leaves)
+    want = _grads(_spelled_attention(x, x, x, heads=2, additive=bias, **kw), up, leaves)
+    for g, w in zip(got, want):
+        _close(g, w)
+    assert torch.all(got[2][..., 0, 3] == 0)
