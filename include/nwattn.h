@@ -243,6 +243,7 @@ NWATTN_API nwattn_status nwattn_pool(nwattn_context *ctx, const nwattn_score *sc
  *     GAUSSIAN dQ_i = sum_j dS_ij (k_j - q_i) / h^2 (per dimension: / h_l^2), dK likewise,
  *              d_bandwidth = sum dS_ij |q_i - k_j|^2 / h^3 (per dimension: d_bandwidths)
  *     LAPLACE  the same with dS_ij divided by the scaled distance; at q = k the subgradient 0.
+ *   d(mask.additive) = dS itself (grads.d_additive, optional: learned attention biases).
  * P is the forward's weights. Masked pairs contribute nothing: a key masked for every query
  * gets exactly zero dK and dV, a fully masked row (lse -INFINITY) exactly zero dQ (dO finite).
  * A live NaN (the forward's NaN rows) makes the row's gradient and those of its live keys NaN.
@@ -255,7 +256,11 @@ NWATTN_API nwattn_status nwattn_pool(nwattn_context *ctx, const nwattn_score *sc
  * of pointer + leading dimension + stride fields, like nwattn_mask and nwattn_pool_state:
  * ctypes and Julia mirror each with one struct, no field is a union or a callback, and a NULL
  * parameter-gradient field means "not asked for". A flat list would have 35 positional
- * arguments where nothing says which ld belongs to which matrix.
+ * arguments where nothing says which ld belongs to which matrix. Before a release the structs
+ * grow only at their end, by optional outputs whose NULL means "not asked for" (d_additive
+ * came so): source that zero-initialises them compiles unchanged and asks for nothing new.
+ * The library reads the whole struct, so after a release a new field is an ABI change (a new
+ * function, or a SONAME bump), never a silent one.
  *
  * Backends. REFERENCE: the definition in double (scores, weights and sums recomputed from Q,
  * K, V; o and lse are checked but not read): the float rounding of the exact gradient, up to
