@@ -36,7 +36,8 @@ static int backward(void *arg) {
     run *r = arg;
     const size_t m = r->m, d = r->d;
     const nwattn_pool_upstream up = {r->o, d, 0, r->lse, 0, r->d_o, d, 0};
-    const nwattn_pool_grads g = {r->dq, d, 0, r->dk, d, 0, r->dv, d, 0, &r->dscale, NULL, NULL};
+    const nwattn_pool_grads g = {r->dq, d, 0, r->dk, d, 0, r->dv, d, 0,
+                                 &r->dscale, NULL, NULL, NULL, 0, 0};
     return nwattn_pool_backward(r->ctx, &r->score, NULL, 1, m, m, d, d, r->q, d, 0, r->k, d, 0,
                                 r->v, d, 0, &up, &g) != NWATTN_OK;
 }

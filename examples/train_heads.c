@@ -307,7 +307,8 @@ static void pool_experiment(nwattn_context *ctx, const char *dir, int steps) {
             if (epoch == steps)
                 break;
             const nwattn_pool_upstream up = {o, 1, 0, lse, 0, d_o, 1, 0};
-            const nwattn_pool_grads g = {dq, 1, 0, dk, 1, 0, dv, 1, 0, NULL, &dh, NULL};
+            const nwattn_pool_grads g = {dq, 1, 0, dk, 1, 0, dv, 1, 0,
+                                         NULL, &dh, NULL, NULL, 0, 0};
             CHECK(ctx, nwattn_pool_backward(ctx, &sc, &loo, 1, NTRAIN, NTRAIN, 1, 1, x, 1, 0, x, 1,
                                             0, y, 1, 0, &up, &g));
             const float d_log_h = dh * expf(log_h);

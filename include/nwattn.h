@@ -243,6 +243,7 @@ NWATTN_API nwattn_status nwattn_pool(nwattn_context *ctx, const nwattn_score *sc
  *     GAUSSIAN dQ_i = sum_j dS_ij (k_j - q_i) / h^2 (per dimension: / h_l^2), dK likewise,
  *              d_bandwidth = sum dS_ij |q_i - k_j|^2 / h^3 (per dimension: d_bandwidths)
  *     LAPLACE  the same with dS_ij divided by the scaled distance; at q = k the subgradient 0.
+ *   d(mask.additive) = dS itself (grads.d_additive, optional: learned attention biases).
  * P is the forward's weights. Masked pairs contribute nothing: a key masked for every query
  * gets exactly zero dK and dV, a fully masked row (lse -INFINITY) exactly zero dQ (dO finite).
  * A live NaN (the forward's NaN rows) makes the row's gradient and those of its live keys NaN.
@@ -255,7 +256,11 @@ NWATTN_API nwattn_status nwattn_pool(nwattn_context *ctx, const nwattn_score *sc
  * of pointer + leading dimension + stride fields, like nwattn_mask and nwattn_pool_state:
  * ctypes and Julia mirror each with one struct, no field is a union or a callback, and a NULL
  * parameter-gradient field means "not asked for". A flat list would have 35 positional
- * arguments where nothing says which ld belongs to which matrix.
+ * arguments where nothing says which ld belongs to which matrix. Before a release the structs
+ * grow only at their end, by optional outputs whose NULL means "not asked for" (d_additive
+ * came so): source that zero-initialises them compiles unchanged and asks for nothing new.
+ * The library reads the whole struct, so after a release a new field is an ABI change (a new
+ * function, or a SONAME bump), never a silent one.
  *
  * Backends. REFERENCE: the definition in double (scores, weights and sums recomputed from Q,
  * K, V; o and lse are checked but not read): the float rounding of the exact gradient, up to
@@ -272,8 +277,8 @@ NWATTN_API nwattn_status nwattn_pool(nwattn_context *ctx, const nwattn_score *sc
  * to 2e-4 of each gradient's largest entry: docs/numerics.md "Gradients"). A call whose Q or K holds NaN or Inf, or whose lse holds NaN,
  * +INFINITY or a finite value beyond ±1024 (where a float lse no longer pins P down) runs the
  * reference under every backend.
- * All outputs are required except the parameter gradient: set the one field of grads that
- * matches the score (d_scale for DOT and COSINE, d_bandwidth for a scalar bandwidth,
+ * All outputs are required except d_additive and the parameter gradient: set the one field of
+ * grads that matches the score (d_scale for DOT and COSINE, d_bandwidth for a scalar bandwidth,
  * d_bandwidths for per-dimension ones; another field set is NWATTN_ERR_BAD_PARAMETER).
  * m == 0 or n == 0 write zero gradients. Outputs must overlap no input or each other. */
 typedef struct nwattn_pool_upstream {
@@ -295,6 +300,17 @@ typedef struct nwattn_pool_grads {
     float *d_scale;      /* NULL or 1 float: DOT and COSINE */
     float *d_bandwidth;  /* NULL or 1 float: GAUSSIAN and LAPLACE with score.bandwidths NULL */
     float *d_bandwidths; /* NULL or d floats: GAUSSIAN and LAPLACE with score.bandwidths */
+    /* NULL, or dL/d(mask.additive) (learned attention biases): dS_ij = P_ij (dP_ij - D_i), laid
+     * out like the forward's additive mask, m×n per item (pitch ld_d_additive >= n, items
+     * stride_d_additive apart). Where the forward broadcasts one additive matrix to every item
+     * (mask.stride_additive == 0 with batch > 1) this is one m×n matrix holding the sum over
+     * the items, added in item order (stride_d_additive unused): the same bits for any thread
+     * count. Masked pairs (an additive -INFINITY, a masked key, a fully masked row) get exactly
+     * 0. Needs mask.additive (else NWATTN_ERR_BAD_PARAMETER). Fields are only ever appended
+     * to this struct: a caller that zero-initialises it ({0}, designated initialisers, or a
+     * positional list of the earlier fields) leaves d_additive NULL. */
+    float *d_additive;
+    size_t ld_d_additive, stride_d_additive;
 } nwattn_pool_grads;
 
 NWATTN_API nwattn_status nwattn_pool_backward(nwattn_context *ctx, const nwattn_score *score,
@@ -497,6 +513,13 @@ typedef struct nwattn_attention_grads {
     float *dw_q, *dw_k, *dw_v, *dw_o; /* d_qk × d_q_in, d_qk × d_k_in, d_v × d_v_in, d_out × d_v */
     float *db_q, *db_k, *db_v, *db_o; /* d_qk, d_qk, d_v, d_out */
     float *d_score;
+    /* NULL, or dL/d(mask.additive) (a learned attention bias), t_q × t_kv per item laid out
+     * as nwattn_pool_grads.d_additive is: summed over the heads (which share the mask), head
+     * by head in order, and over the items too where the mask is one matrix for every item
+     * (mask.stride_additive == 0, batch > 1). Needs mask.additive. Appended after d_score:
+     * zero-initialised callers leave it NULL. */
+    float *d_additive;
+    size_t ld_d_additive, stride_d_additive;
 } nwattn_attention_grads;
 
 /* Backpropagation through nwattn_attention: from the same inputs (its first sixteen arguments

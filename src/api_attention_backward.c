@@ -65,6 +65,9 @@ nwattn_status nwattn_attention_backward(nwattn_context *ctx,
     NW_TRY(nw_input(&call, "dy", dy, t_q, p->w_o ? p->d_out : p->d_v, ldy, stride_dy));
     NW_TRY(check_grads(&call, &a.f, grads));
     NW_TRY(nw_check_mask(&call, mask, t_q, t_kv, &a.f.pool.mask));
+    nw_backward_args gs = {.batch = batch, .m = t_q, .n = t_kv, .mask = a.f.pool.mask};
+    NW_TRY(nw_backward_check_gs(&call, "grads.d_additive", grads->d_additive,
+                                grads->ld_d_additive, grads->stride_d_additive, &gs));
     NW_TRY(nw_check_disjoint(&call));
     nw_pooling pooling;
     NW_TRY(nw_select_pooling(ctx, nw_attention_blas_ok(&call, p), t_kv <= NW_BLAS_INT_MAX,

@@ -32,6 +32,22 @@ static nwattn_status check_param_outputs(nw_call *call, const nwattn_pool_grads 
     return NWATTN_OK;
 }
 
+nwattn_status nw_backward_check_gs(nw_call *call, const char *name, float *gs, size_t ld,
+                                   size_t stride, nw_backward_args *a) {
+    if (gs == NULL)
+        return NWATTN_OK;
+    if (a->mask.additive == NULL)
+        return nw_fail(call->ctx, NWATTN_ERR_BAD_PARAMETER,
+                       "%s is set but the mask has no additive part", name);
+    a->gs = gs;
+    a->ld_gs = ld;
+    a->stride_gs = stride;
+    a->gs_shared = a->batch > 1 && a->mask.stride_additive == 0;
+    if (a->gs_shared)
+        return nw_output_elems(call, name, gs, sizeof(float), a->m, a->n, ld);
+    return nw_output(call, name, gs, a->m, a->n, ld, stride);
+}
+
 nwattn_status nwattn_pool_backward(nwattn_context *ctx, const nwattn_score *score,
                                    const nwattn_mask *mask, size_t batch, size_t m, size_t n,
                                    size_t d, size_t dv, const float *q, size_t ldq,
@@ -77,6 +93,8 @@ nwattn_status nwattn_pool_backward(nwattn_context *ctx, const nwattn_score *scor
     NW_TRY(nw_output(&call, "grads.d_v", a.gv, n, dv, a.ld_gv, a.stride_gv));
     NW_TRY(check_param_outputs(&call, grads, &a.score, d, &a.dparam));
     NW_TRY(nw_check_mask(&call, mask, m, n, &a.mask));
+    NW_TRY(nw_backward_check_gs(&call, "grads.d_additive", grads->d_additive,
+                                grads->ld_d_additive, grads->stride_d_additive, &a));
     NW_TRY(nw_check_disjoint(&call));
     const nw_kernels *kernels;
     NW_TRY(nw_select_kernels(ctx, nw_call_blas_ok(&call), &kernels));

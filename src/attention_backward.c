@@ -51,6 +51,12 @@ static nw_backward_args head_args(const nw_attention_bwd_args *a, float *const *
     b.o = buf[BUF_C] + h * dvh, b.lse = buf[BUF_LSE] + h * tq, b.d_o = buf[BUF_DC] + h * dvh;
     b.gq = buf[BUF_DQ] + h * dh, b.gk = buf[BUF_DK] + h * dh, b.gv = buf[BUF_DV] + h * dvh;
     b.dparam = buf[BUF_PARAM] + h * nw_grad_params(&b.score, dh);
+    const nwattn_attention_grads *g = a->grads;
+    if (g->d_additive != NULL) { /* the heads share the mask: each adds its dS after head 0 */
+        b.gs = g->d_additive, b.ld_gs = g->ld_d_additive, b.stride_gs = g->stride_d_additive;
+        b.gs_shared = a->f.batch > 1 && pool->mask.stride_additive == 0;
+        b.gs_adds = h > 0;
+    }
     return b;
 }
 

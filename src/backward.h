@@ -3,6 +3,7 @@
 #ifndef NWATTN_BACKWARD_H
 #define NWATTN_BACKWARD_H
 
+#include "checks.h"
 #include "internal.h"
 
 typedef struct nw_backward_args {
@@ -29,7 +30,25 @@ typedef struct nw_backward_args {
     float *gv;
     size_t ld_gv, stride_gv;
     float *dparam; /* NULL, or nw_grad_params entries: summed over the batch */
+    float *gs;     /* NULL, or dS = dL/d(additive), m×n per item (grads.d_additive) */
+    size_t ld_gs, stride_gs;
+    int gs_shared; /* gs is one matrix, the sum over the items (a broadcast additive mask) */
+    int gs_adds;   /* every row adds to gs (the attention layer's heads after the first) */
 } nw_backward_args;
+
+/* Row i of item b of dS (gs must be set), and whether the row adds to what earlier items
+ * wrote (a shared gs after item 0) rather than overwriting it. */
+static inline float *nw_backward_gs_row(const nw_backward_args *a, size_t b, size_t i) {
+    return a->gs + (a->gs_shared ? 0 : b * a->stride_gs) + i * a->ld_gs;
+}
+static inline int nw_backward_gs_adds(const nw_backward_args *a, size_t b) {
+    return a->gs_adds || (a->gs_shared && b > 0);
+}
+
+/* Registers the d_additive output (name) of a call whose checked mask is a->mask, and sets
+ * a->gs from it: one m×n matrix where the mask is one matrix for every item. */
+nwattn_status nw_backward_check_gs(nw_call *call, const char *name, float *gs, size_t ld,
+                                   size_t stride, nw_backward_args *a);
 
 /* Operand x of item b. */
 #define NW_BITEM(a, x, b) ((a)->x + (b) * (a)->stride_##x)

@@ -1,7 +1,8 @@
 /* nwattn_attention_backward: every gradient (inputs, weights, biases, the score's parameter)
  * against central finite differences of L = sum dY o Y, with Y the layer evaluated in long
  * double by the oracle's scores and softmax rows; FUSED against REFERENCE; self-attention with
- * one buffer for the three inputs; bad inputs. */
+ * one buffer for the three inputs; bad inputs. The additive mask's gradient (summed over the
+ * heads) likewise. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -120,19 +121,22 @@ typedef struct grads {
     float dxq[B][TQ][DQIN], dxk[B][TKV][DKIN], dxv[B][TKV][DVIN];
     float dwq[DQK][DQIN], dwk[DQK][DKIN], dwv[DV][DVIN], dwo[DOUT][DV];
     float dbq[DQK], dbk[DQK], dbv[DV], dbo[DOUT], dscore[DH];
+    float dadd[B][TQ][TKV]; /* one item only for a broadcast mask */
 } grads;
 
 static nwattn_attention_grads grads_struct(grads *g) {
     nwattn_attention_grads s = {&g->dxq[0][0][0], DQIN, TQ * DQIN, &g->dxk[0][0][0], DKIN,
                                 TKV * DKIN, &g->dxv[0][0][0], DVIN, TKV * DVIN, &g->dwq[0][0],
                                 &g->dwk[0][0], &g->dwv[0][0], &g->dwo[0][0], g->dbq, g->dbk,
-                                g->dbv, g->dbo, g->dscore};
+                                g->dbv, g->dbo, g->dscore, NULL, 0, 0};
     return s;
 }
 
 static nwattn_status backward(nwattn_context *ctx, layer *l, grads *g) {
     const nwattn_attention_params p = params_of(l);
-    const nwattn_attention_grads gs = grads_struct(g);
+    nwattn_attention_grads gs = grads_struct(g);
+    if (l->mk.parts & OR_ADDITIVE)
+        gs.d_additive = &g->dadd[0][0][0], gs.ld_d_additive = TKV, gs.stride_d_additive = TQ * TKV;
     return nwattn_attention_backward(ctx, &p, l->default_score ? NULL : &l->score,
                                      or_mask_get(&l->mk), B, TQ, TKV, &l->xq[0][0][0], DQIN,
                                      TQ * DQIN, &l->xk[0][0][0], DKIN, TKV * DKIN,
@@ -161,6 +165,36 @@ static int check(const char *what, layer *l, float *x, const float *got, size_t 
 
 #define N_OF(x) (sizeof(x) / sizeof(float))
 
+/* d_additive (summed over the heads, and over the items for a broadcast mask) against the
+ * finite differences of the additive entries; masked ones, -INFINITY among them, exactly 0. */
+static int check_additive(layer *l, const grads *g) {
+    if (!(l->mk.parts & OR_ADDITIVE))
+        return 1;
+    const nwattn_mask *mask = or_mask_get(&l->mk);
+    const int shared = l->mk.additive.stride == 0;
+    double big = 0.0, worst = 0.0;
+    for (size_t b = 0; b < (shared ? 1 : B); b++)
+        for (size_t i = 0; i < TQ; i++)
+            for (size_t j = 0; j < TKV; j++) {
+                float *x = tu_at(&l->mk.additive, b, i, j);
+                int masked = 1;
+                for (size_t c = shared ? 0 : b; c < (shared ? B : b + 1); c++)
+                    masked = masked && (or_masked(mask, c, TQ, TKV, i, j) || *x == -INFINITY);
+                const double want = masked ? 0.0 : fd(l, x), got = g->dadd[b][i][j];
+                if (masked && got != 0.0) {
+                    print_error("d_additive[%zu][%zu][%zu] = %g, masked: not 0\n", b, i, j, got);
+                    return 0;
+                }
+                big = fmax(big, fabs(want));
+                worst = fmax(worst, fabs(got - want));
+            }
+    if (worst > 2e-3 * big + 1e-6) {
+        print_error("d_additive: error %.3g (largest %.3g)\n", worst, big);
+        return 0;
+    }
+    return 1;
+}
+
 static int check_all(layer *l, grads *g) {
     float *param = l->default_score || l->score.kind == NWATTN_SCORE_COSINE ? &l->score.scale
                    : l->score.bandwidths                                    ? l->bw
@@ -175,20 +209,21 @@ static int check_all(layer *l, grads *g) {
            check("dw_o", l, &l->wo[0][0], &g->dwo[0][0], N_OF(l->wo)) &&
            check("db_q", l, l->bq, g->dbq, DQK) && check("db_k", l, l->bk, g->dbk, DQK) &&
            check("db_v", l, l->bv, g->dbv, DV) && check("db_o", l, l->bo, g->dbo, DOUT) &&
-           check("d_score", l, param, g->dscore, n_param);
+           check("d_score", l, param, g->dscore, n_param) && check_additive(l, g);
 }
 
 static void finite_differences(void **state) {
     (void)state;
     const nwattn_backend backends[] = {NWATTN_BACKEND_REFERENCE, NWATTN_BACKEND_FUSED};
     const int kinds[] = {0, NWATTN_SCORE_GAUSSIAN, NWATTN_SCORE_LAPLACE, NWATTN_SCORE_COSINE};
-    const unsigned parts[] = {0, OR_CAUSAL | OR_LENS_ITEM | OR_ADDITIVE};
+    const unsigned parts[] = {0, OR_CAUSAL | OR_LENS_ITEM | OR_ADDITIVE,
+                              OR_ADDITIVE | OR_ADDITIVE_NEGINF | OR_BROADCAST | OR_LENS_ROW};
     tu_rng rng;
     tu_rng_seed(&rng, 4);
     for (size_t bi = 0; bi < 2; bi++) {
         nwattn_context *ctx = tu_context(backends[bi]);
         for (size_t ki = 0; ki < 4; ki++)
-            for (size_t pi = 0; pi < 2; pi++) {
+            for (size_t pi = 0; pi < 3; pi++) {
                 layer *l = malloc(sizeof *l);
                 grads *g = malloc(sizeof *g);
                 layer_make(l, &rng, kinds[ki], parts[pi]);
@@ -221,8 +256,14 @@ static void self_attention_one_buffer(void **state) {
     const nwattn_attention_params p = {2, E, E, E, E, E, 0, w[0], w[1], w[2], NULL,
                                        NULL, NULL, NULL, NULL};
     float d1[3][2 * T * E], d2[3][2 * T * E], dw1[E * E], dw2[E * E];
-    nwattn_attention_grads g1 = {d1[0], E, T * E, d1[1], E, T * E, d1[2], E, T * E, dw1, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
-    nwattn_attention_grads g2 = {d2[0], E, T * E, d2[1], E, T * E, d2[2], E, T * E, dw2, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+    nwattn_attention_grads g1 = {0};
+    g1.dx_q = d1[0], g1.dx_k = d1[1], g1.dx_v = d1[2], g1.dw_q = dw1;
+    g1.ld_dx_q = g1.ld_dx_k = g1.ld_dx_v = E;
+    g1.stride_dx_q = g1.stride_dx_k = g1.stride_dx_v = T * E;
+    nwattn_attention_grads g2 = {0};
+    g2.dx_q = d2[0], g2.dx_k = d2[1], g2.dx_v = d2[2], g2.dw_q = dw2;
+    g2.ld_dx_q = g2.ld_dx_k = g2.ld_dx_v = E;
+    g2.stride_dx_q = g2.stride_dx_k = g2.stride_dx_v = T * E;
     TU_ASSERT_OK(ctx, nwattn_attention_backward(ctx, &p, NULL, NULL, 2, T, T, x, E, T * E, x, E,
                                                 T * E, x, E, T * E, dy, E, T * E, &g1));
     TU_ASSERT_OK(ctx, nwattn_attention_backward(ctx, &p, NULL, NULL, 2, T, T, copy[0], E, T * E,
@@ -276,6 +317,10 @@ static void bad_inputs(void **state) {
     nwattn_attention_params odd = p;
     odd.heads = 3;
     assert_int_equal(CALL(&odd, &l->dy[0][0][0], &gs), NWATTN_ERR_BAD_DIMENSION);
+    bad = gs;
+    bad.d_additive = &g->dadd[0][0][0], bad.ld_d_additive = TKV, bad.stride_d_additive = TQ * TKV;
+    assert_int_equal(CALL(&p, &l->dy[0][0][0], &bad), NWATTN_ERR_BAD_PARAMETER); /* no mask */
+    assert_non_null(strstr(nwattn_context_last_error(ctx), "d_additive"));
     assert_memory_equal(g, &untouched, sizeof untouched);
 #undef CALL
     or_mask_free(&l->mk);

@@ -1,7 +1,8 @@
 /* nwattn_pool_backward: REFERENCE and FUSED against central finite differences of the loss
  * L = sum dO o O evaluated by the oracle in double (every score kind and mask), FUSED against
  * REFERENCE on random awkward shapes, exact zeros for masked keys and rows, bit-identical
- * results for any thread count, and the bad-input matrix with outputs left untouched. */
+ * results for any thread count, and the bad-input matrix with outputs left untouched; the same
+ * for dS, the gradient of an additive mask. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -94,7 +95,8 @@ static void grads_free(grads *g) {
 
 static nwattn_pool_grads grads_struct(const problem *p, grads *g) {
     nwattn_pool_grads s = {g->dq.data, g->dq.ld, g->dq.stride, g->dk.data, g->dk.ld,
-                           g->dk.stride, g->dv.data, g->dv.ld, g->dv.stride, NULL, NULL, NULL};
+                           g->dk.stride, g->dv.data, g->dv.ld, g->dv.stride, NULL, NULL, NULL,
+                           NULL, 0, 0};
     if (p->score.kind == NWATTN_SCORE_DOT || p->score.kind == NWATTN_SCORE_COSINE)
         s.d_scale = g->dparam;
     else if (per_dim(p))
@@ -339,6 +341,155 @@ static void threads_bit_identical(void **state) {
     }
 }
 
+/* ---- dS: the gradient of the additive mask (learned biases) ---------------------------- */
+/* The additive part's gradient as the call lays it out: one m×n matrix for a broadcast mask
+ * (stride 0, batch > 1), else one per item; padded rows and items. */
+static int ds_shared(const problem *p) { return p->batch > 1 && p->mk.additive.stride == 0; }
+
+static tu_mat ds_make(const problem *p) {
+    return tu_mat_new(ds_shared(p) ? 1 : p->batch, p->m, p->n, 2, 3); /* sentinels */
+}
+
+static nwattn_status backward_ds(nwattn_context *ctx, const problem *p, grads *g, tu_mat *ds) {
+    const nwattn_pool_upstream up = upstream_of(p);
+    nwattn_pool_grads gs = grads_struct(p, g);
+    gs.d_additive = ds->data, gs.ld_d_additive = ds->ld, gs.stride_d_additive = ds->stride;
+    return nwattn_pool_backward(ctx, &p->score, mask_of(p), p->batch, p->m, p->n, p->d, p->dv,
+                                p->q.data, p->q.ld, p->q.stride, p->k.data, p->k.ld,
+                                p->k.stride, p->v.data, p->v.ld, p->v.stride, &up, &gs);
+}
+
+/* Whether (i, j) of the gradient's item b is masked in every item it stands for. */
+static int ds_masked(const problem *p, size_t b, size_t i, size_t j) {
+    const nwattn_mask *mask = mask_of(p);
+    const size_t first = ds_shared(p) ? 0 : b, last = ds_shared(p) ? p->batch : b + 1;
+    for (size_t c = first; c < last; c++)
+        if (!or_masked(mask, c, p->m, p->n, i, j) && or_additive(mask, c, i, j) != -INFINITY &&
+            !(mask->valid_lens == NULL && p->n == 0))
+            return 0;
+    return 1;
+}
+
+/* Against central differences of the loss in each additive entry (a broadcast entry moves
+ * every item's), masked entries (an additive -INFINITY among them) exactly 0. */
+static void additive_finite_differences(void **state) {
+    (void)state;
+    nwattn_context *ctx[2] = {tu_context(NWATTN_BACKEND_REFERENCE),
+                              tu_context(NWATTN_BACKEND_FUSED)};
+    /* batch, m, n, kind, mask parts */
+    static const struct { size_t batch, m, n; int kind; unsigned parts; } cases[] = {
+        {2, 5, 6, 0, OR_ADDITIVE | OR_ADDITIVE_NEGINF | OR_LENS_ROW},
+        {3, 4, 5, 5, OR_ADDITIVE | OR_ADDITIVE_NEGINF | OR_BROADCAST | OR_LENS_ROW},
+        {1, 1, 1, 2, OR_ADDITIVE},
+        {3, 3, 1, 1, OR_ADDITIVE | OR_BROADCAST},
+        {2, 1, 7, 3, OR_ADDITIVE | OR_ADDITIVE_NEGINF | OR_KEEP | OR_CAUSAL},
+        {2, 6, 3, 4, OR_ADDITIVE | OR_LOO | OR_BROADCAST | OR_KEEP},
+    };
+    tu_rng rng;
+    tu_rng_seed(&rng, 1201);
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++)
+        for (int which = 0; which < 2; which++) {
+            problem p;
+            problem_make(&p, &rng, cases[c].batch, cases[c].m, cases[c].n, 3, 2, cases[c].kind,
+                         cases[c].parts, 1);
+            if (c == 0) /* a fully masked row in item 1 */
+                p.mk.lens[p.m + 2] = 0;
+            forward(ctx[which], &p);
+            grads g;
+            grads_make(&g, &p, 1);
+            tu_mat ds = ds_make(&p);
+            TU_ASSERT_OK(ctx[which], backward_ds(ctx[which], &p, &g, &ds));
+            int ok = tu_mat_padding_intact(&ds, "d_additive");
+            tu_mat want = tu_mat_clone(&ds);
+            for (size_t b = 0; b < ds.batch; b++)
+                for (size_t i = 0; i < p.m; i++)
+                    for (size_t j = 0; j < p.n; j++) {
+                        float *x = tu_at(&p.mk.additive, b, i, j);
+                        const int masked = ds_masked(&p, b, i, j);
+                        *tu_at(&want, b, i, j) = masked ? 0.0f : (float)fd(&p, x);
+                        if (masked && tu_get(&ds, b, i, j) != 0.0f) {
+                            print_error("masked (%zu, %zu, %zu): %g, not 0\n", b, i, j,
+                                        tu_get(&ds, b, i, j));
+                            ok = 0;
+                        }
+                    }
+            ok = ok && tu_allclose("d_additive", &ds, &want, 2e-3 * tu_mat_maxabs(&want) + 1e-5,
+                                   0.0);
+            if (!ok)
+                print_error("case %zu backend %s\n", c, which ? "FUSED" : "REFERENCE");
+            assert_true(ok);
+            tu_mat_free(&want);
+            tu_mat_free(&ds);
+            grads_free(&g);
+            problem_free(&p);
+        }
+    nwattn_context_destroy(ctx[0]);
+    nwattn_context_destroy(ctx[1]);
+}
+
+/* FUSED against REFERENCE on awkward shapes (tile edges, n = 1, broadcast or not), and the
+ * same bits for 1, 2 and 3 threads; the other gradients do not change when dS is asked for. */
+static void additive_fused_vs_reference(void **state) {
+    (void)state;
+    nwattn_context *ref = tu_context(NWATTN_BACKEND_REFERENCE);
+    nwattn_context *fused[3];
+    for (size_t t = 0; t < 3; t++) {
+        fused[t] = tu_context(NWATTN_BACKEND_FUSED);
+        assert_int_equal(nwattn_context_set_threads(fused[t], t + 1), NWATTN_OK);
+    }
+    const size_t sizes[] = {1, 2, 7, 64, 65, 97};
+    tu_rng rng;
+    tu_rng_seed(&rng, 1202);
+    for (int trial = 0; trial < 12; trial++) {
+        problem p;
+        const unsigned parts = OR_ADDITIVE | (trial % 2 ? OR_ADDITIVE_NEGINF : OR_LENS_ROW) |
+                               (trial % 3 == 0 ? OR_BROADCAST : 0) |
+                               (trial % 4 == 1 ? OR_CAUSAL : 0);
+        problem_make(&p, &rng, 1 + tu_rng_below(&rng, 3), sizes[tu_rng_below(&rng, 6)],
+                     sizes[tu_rng_below(&rng, 6)], 1 + tu_rng_below(&rng, 9),
+                     1 + tu_rng_below(&rng, 4), trial % KINDS, parts, tu_rng_below(&rng, 3));
+        forward(fused[0], &p);
+        grads gr, gf[3], plain;
+        tu_mat dr = ds_make(&p), df[3];
+        grads_make(&gr, &p, 1);
+        TU_ASSERT_OK(ref, backward_ds(ref, &p, &gr, &dr));
+        for (size_t t = 0; t < 3; t++) {
+            grads_make(&gf[t], &p, 2);
+            df[t] = ds_make(&p);
+            TU_ASSERT_OK(fused[t], backward_ds(fused[t], &p, &gf[t], &df[t]));
+        }
+        grads_make(&plain, &p, 2);
+        TU_ASSERT_OK(fused[1], backward(fused[1], &p, &plain));
+        const double big_s = tu_mat_maxabs(&p.d_o) * tu_mat_maxabs(&p.v) * (double)p.dv;
+        int ok = tu_allclose("d_additive", &df[0], &dr,
+                             2e-4 * tu_mat_maxabs(&dr) + 1e-6 * big_s * (double)p.batch, 0.0) &&
+                 tu_mat_padding_intact(&df[0], "d_additive");
+        for (size_t t = 1; t < 3; t++)
+            ok = ok && tu_mat_bits_equal(&df[0], &df[t]) &&
+                 tu_mat_bits_equal(&gf[0].dq, &gf[t].dq) &&
+                 tu_mat_bits_equal(&gf[0].dk, &gf[t].dk) &&
+                 memcmp(gf[0].dparam, gf[t].dparam, n_params(&p) * sizeof(float)) == 0;
+        ok = ok && tu_mat_bits_equal(&plain.dq, &gf[1].dq) &&
+             tu_mat_bits_equal(&plain.dk, &gf[1].dk) && tu_mat_bits_equal(&plain.dv, &gf[1].dv) &&
+             memcmp(plain.dparam, gf[1].dparam, n_params(&p) * sizeof(float)) == 0;
+        if (!ok)
+            print_error("trial %d: kind %d batch %zu m %zu n %zu d %zu dv %zu parts 0x%x\n",
+                        trial, trial % KINDS, p.batch, p.m, p.n, p.d, p.dv, parts);
+        assert_true(ok);
+        for (size_t t = 0; t < 3; t++) {
+            grads_free(&gf[t]);
+            tu_mat_free(&df[t]);
+        }
+        grads_free(&plain);
+        grads_free(&gr);
+        tu_mat_free(&dr);
+        problem_free(&p);
+    }
+    nwattn_context_destroy(ref);
+    for (size_t t = 0; t < 3; t++)
+        nwattn_context_destroy(fused[t]);
+}
+
 /* Every failure names the problem and writes nothing. */
 static void bad_inputs(void **state) {
     (void)state;
@@ -408,6 +559,32 @@ static void bad_inputs(void **state) {
                      NWATTN_OK);
     assert_true(tu_get(&g.dk, 1, 4, 2) == 0.0f && tu_get(&g.dv, 1, 4, 1) == 0.0f);
     assert_true(g.dparam[0] == 0.0f);
+    /* d_additive: needs an additive mask, its own layout checks, no overlap with the mask */
+    tu_mat ds = tu_mat_new(p.batch, p.m, p.n, 1, 1);
+    tu_mat_fill_value(&ds, 0.5f); /* also the additive mask below */
+    bad = gs;
+    bad.d_additive = ds.data, bad.ld_d_additive = ds.ld, bad.stride_d_additive = ds.stride;
+    assert_int_equal(CALL(&p.score, &up, &bad), NWATTN_ERR_BAD_PARAMETER);
+    assert_non_null(strstr(nwattn_context_last_error(ctx), "d_additive"));
+    nwattn_mask add = {0};
+    add.additive = ds.data, add.ld_additive = ds.ld, add.stride_additive = ds.stride;
+#define CALL_MASK(gs_)                                                                         \
+    nwattn_pool_backward(ctx, &p.score, &add, p.batch, p.m, p.n, p.d, p.dv, p.q.data, p.q.ld, \
+                         p.q.stride, p.k.data, p.k.ld, p.k.stride, p.v.data, p.v.ld,          \
+                         p.v.stride, &up, gs_)
+    assert_int_equal(CALL_MASK(&bad), NWATTN_ERR_ALIASING); /* in place over the mask */
+    tu_mat ds2 = tu_mat_new(p.batch, p.m, p.n, 0, 0);
+    bad.d_additive = ds2.data, bad.ld_d_additive = p.n - 1, bad.stride_d_additive = ds2.stride;
+    assert_int_equal(CALL_MASK(&bad), NWATTN_ERR_BAD_LEADING_DIM);
+    bad.ld_d_additive = ds2.ld, bad.stride_d_additive = 1;
+    assert_int_equal(CALL_MASK(&bad), NWATTN_ERR_BAD_STRIDE);
+    add.stride_additive = 0; /* broadcast: one matrix, the stride is not read */
+    assert_int_equal(CALL_MASK(&bad), NWATTN_OK);
+    for (size_t j = 0; j < ds2.count; j++)
+        assert_true(j < p.m * p.n ? !tu_is_sentinel(ds2.data[j]) : tu_is_sentinel(ds2.data[j]));
+    tu_mat_free(&ds2);
+    tu_mat_free(&ds);
+#undef CALL_MASK
 #undef CALL
     grads_free(&g);
     problem_free(&p);
@@ -421,6 +598,8 @@ int main(void) {
         cmocka_unit_test(finite_differences),
         cmocka_unit_test(fused_vs_reference),
         cmocka_unit_test(threads_bit_identical),
+        cmocka_unit_test(additive_finite_differences),
+        cmocka_unit_test(additive_fused_vs_reference),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -460,7 +460,7 @@ static PyObject *fast_pool_backward(PyObject *self, PyObject *const *args, Py_ss
                            OUT_PTR(&r, 1), ld_of(d), b0 * (size_t)(n * d),
                            OUT_PTR(&r, 2), ld_of(dv), b0 * (size_t)(n * dv),
                            by_scale ? dp : NULL, !by_scale && !per_dim ? dp : NULL,
-                           per_dim ? dp : NULL};
+                           per_dim ? dp : NULL, NULL, 0, 0};
     size_t count = batch < 0 ? 1 : (size_t)batch;
     nwattn_context *ctx = ctx_ptr(h);
     nwattn_status status;

@@ -10,6 +10,7 @@ numpy (always available, also as ``nwattn.pool_backward`` and ``nwattn.nw_predic
 The torch layer over them is ``nwattn.autograd`` (``_torch_layer.py``), imported on first use.
 """
 import ctypes
+import math
 
 import numpy as np
 
@@ -35,9 +36,30 @@ def _unbroadcast(grad, shape):
     return np.ascontiguousarray(grad, dtype=A.F32)
 
 
+def _additive_output(masks, batch, mask, alive_mask):
+    """(mask, alive_mask, the d_additive output operand) for a call that asks for the additive
+    mask's gradient: one (m, n) matrix where C sees one matrix for every item (it sums the
+    items' gradients there), else one per item of the batch."""
+    m, n = masks.m, masks.n
+    shared = A.count(batch) > 1 and alive_mask[0].stride_additive == 0
+    if shared and math.prod(masks.additive.shape[:-2]) != 1:
+        # a stride-0 view with batch axes of its own: its items get their own gradients
+        masks.additive = np.array(masks.additive, order="C", copy=True)
+        mask, alive_mask = masks.build(batch)
+        shared = False
+    ds = A.output_operand(None, (m, n) if shared else tuple(batch) + (m, n), "d_additive")
+    return mask, alive_mask, (ds, shared)
+
+
+def _additive_result(out, masks):
+    """d_additive shaped like the additive mask, summed over the batch axes it broadcast."""
+    (ds, shared), shape = out, masks.additive.shape
+    return ds.array.reshape(shape) if shared else _unbroadcast(ds.array, shape)
+
+
 def pool_backward(q, k, v, o, lse, d_o, *, score="dot", scale=None, bandwidth=None,
                   bandwidths=None, valid_lens=None, causal=False, leave_one_out=False,
-                  additive=None, keep=None, ctx=None):
+                  additive=None, keep=None, additive_grad=False, ctx=None):
     """``nwattn_pool_backward``: the gradients of a loss L through ``nwattn.pool``.
 
     q, k, v and the score and mask keywords as given to :func:`nwattn.pool`; o (*batch, m, dv)
@@ -45,8 +67,13 @@ def pool_backward(q, k, v, o, lse, d_o, *, score="dot", scale=None, bandwidth=No
     Returns (dq, dk, dv, d_param): dq, dk, dv shaped like q, k, v (summed over the batch axes
     that were broadcast), d_param the gradient of the score's parameter as a float (scale, or
     the one bandwidth) or a (d,) array (per-dimension bandwidths).
+    additive_grad=True (needs ``additive``) appends d_additive = dL/d(additive), shaped like
+    additive and summed over the batch axes it was broadcast along (learned attention biases;
+    masked entries, -inf ones among them, get exactly 0).
     """
-    if _fast is not None:  # the compiled path (see _fastpath.py); NotImplemented: not plain
+    if additive_grad and additive is None:
+        raise ValueError("additive_grad=True needs the additive mask (additive=...)")
+    if _fast is not None and not additive_grad:  # the compiled path (see _fastpath.py)
         r = _fast.pool_backward(q, k, v, o, lse, d_o, score, scale, bandwidth, bandwidths,
                                 valid_lens, causal, leave_one_out, additive, keep, ctx)
         if r is not NotImplemented:
@@ -59,6 +86,8 @@ def pool_backward(q, k, v, o, lse, d_o, *, score="dot", scale=None, bandwidth=No
                                ("v", v.shape[:-2])] + masks.batch_shapes())
     sc, alive = make_score(score, scale, bandwidth, bandwidths, d)
     mask, alive_mask = masks.build(batch)
+    if additive_grad:
+        mask, alive_mask, ds = _additive_output(masks, batch, mask, alive_mask)
     ops = [A.input_operand(x, batch, name) for x, name in ((q, "q"), (k, "k"), (v, "v"))]
     oo = A.input_operand(A.float_input(o, "o"), batch, "o")
     do = A.input_operand(A.float_input(d_o, "d_o"), batch, "d_o")
@@ -75,25 +104,34 @@ def pool_backward(q, k, v, o, lse, d_o, *, score="dot", scale=None, bandwidth=No
         g.d_bandwidths = d_param.ctypes.data
     else:
         g.d_bandwidth = d_param.ctypes.data
+    if additive_grad:
+        g.d_additive, g.ld_d_additive, g.stride_d_additive = ds[0].args
     up = PoolUpstream(*oo.args, lse.ctypes.data, m, *do.args)
     h = ctx.handle
     check(C.nwattn_pool_backward(h, ctypes.byref(sc), mask, A.count(batch), m, n, d, dv,
                                  *ops[0].args, *ops[1].args, *ops[2].args, ctypes.byref(up),
                                  ctypes.byref(g)), h, "nwattn_pool_backward")
     dq, dk, dvv = (_unbroadcast(op.array, x.shape) for op, x in zip(grads, (q, k, v)))
-    return dq, dk, dvv, (d_param if per_dim else float(d_param[0]))
+    result = (dq, dk, dvv, (d_param if per_dim else float(d_param[0])))
+    if additive_grad:
+        result += (_additive_result(ds, masks),)
+    return result
 
 
 def attention_backward(x_q, x_k, x_v, dy, *, w_q, w_k, w_v, w_o=None, b_q=None, b_k=None,
                        b_v=None, b_o=None, heads=1, score="dot", scale=None, bandwidth=None,
                        bandwidths=None, valid_lens=None, causal=False, leave_one_out=False,
-                       additive=None, keep=None, ctx=None):
+                       additive=None, keep=None, additive_grad=False, ctx=None):
     """``nwattn_attention_backward``: the gradients of a loss through :func:`nwattn.attention`
     (same arguments; x_k and x_v must be given, pass x_q again for self-attention) from
     dy = dL/dY. Returns a dict with dx_q, dx_k, dx_v (shaped like the inputs, summed over
     broadcast batch axes), dw_q, dw_k, dw_v, db_q, db_k, db_v and, with w_o, dw_o and db_o,
     and d_score (the score's parameter: a float, or a (d,) array for per-dimension
-    bandwidths)."""
+    bandwidths: what a learnable temperature or kernel width needs). additive_grad=True
+    (needs ``additive``) adds d_additive, the additive mask's gradient summed over the heads,
+    shaped like additive."""
+    if additive_grad and additive is None:
+        raise ValueError("additive_grad=True needs the additive mask (additive=...)")
     ctx = resolve(ctx)
     xs = [A.float_input(x, name) for x, name in ((x_q, "x_q"), (x_k, "x_k"), (x_v, "x_v"))]
     (t_q, d_q_in), (t_kv, d_k_in), (_, d_v_in) = (x.shape[-2:] for x in xs)
@@ -117,6 +155,8 @@ def attention_backward(x_q, x_k, x_v, dy, *, w_q, w_k, w_v, w_o=None, b_q=None, 
     d_head = d_qk // heads if heads else 0
     sc, alive = make_score(score, scale, bandwidth, bandwidths, d_head)
     mask, alive_mask = masks.build(batch)
+    if additive_grad:
+        mask, alive_mask, ds = _additive_output(masks, batch, mask, alive_mask)
     ops = [A.input_operand(x, batch, n) for x, n in zip(xs, ("x_q", "x_k", "x_v"))]
     dyo = A.input_operand(A.float_input(dy, "dy"), batch, "dy")
     dxs = [A.output_operand(None, tuple(batch) + x.shape[-2:], n)
@@ -134,6 +174,8 @@ def attention_backward(x_q, x_k, x_v, dy, *, w_q, w_k, w_v, w_o=None, b_q=None, 
                        ptr(out["dw_o"]) if has_o else None, ptr(out["db_q"]), ptr(out["db_k"]),
                        ptr(out["db_v"]), ptr(out["db_o"]) if has_o else None,
                        d_score.ctypes.data)
+    if additive_grad:
+        g.d_additive, g.ld_d_additive, g.stride_d_additive = ds[0].args
     h = ctx.handle
     check(C.nwattn_attention_backward(h, ctypes.byref(params), ctypes.byref(sc), mask,
                                       A.count(batch), t_q, t_kv, *ops[0].args, *ops[1].args,
@@ -143,6 +185,8 @@ def attention_backward(x_q, x_k, x_v, dy, *, w_q, w_k, w_v, w_o=None, b_q=None, 
               zip(("dx_q", "dx_k", "dx_v"), dxs, xs)}
     result.update({n: a for n, a in out.items() if has_o or n not in ("dw_o", "db_o")})
     result["d_score"] = d_score if per_dim else float(d_score[0])
+    if additive_grad:
+        result["d_additive"] = _additive_result(ds, masks)
     return result
 
 

@@ -342,7 +342,9 @@ class PoolGrads(ctypes.Structure):
     _fields_ = [("d_q", c_void_p), ("ld_dq", c_size_t), ("stride_dq", c_size_t),
                 ("d_k", c_void_p), ("ld_dk", c_size_t), ("stride_dk", c_size_t),
                 ("d_v", c_void_p), ("ld_dv", c_size_t), ("stride_dv", c_size_t),
-                ("d_scale", c_void_p), ("d_bandwidth", c_void_p), ("d_bandwidths", c_void_p)]
+                ("d_scale", c_void_p), ("d_bandwidth", c_void_p), ("d_bandwidths", c_void_p),
+                ("d_additive", c_void_p), ("ld_d_additive", c_size_t),
+                ("stride_d_additive", c_size_t)]
 
 
 class AttentionGrads(ctypes.Structure):
@@ -353,7 +355,8 @@ class AttentionGrads(ctypes.Structure):
                 ("dx_v", c_void_p), ("ld_dx_v", c_size_t), ("stride_dx_v", c_size_t),
                 ("dw_q", c_void_p), ("dw_k", c_void_p), ("dw_v", c_void_p), ("dw_o", c_void_p),
                 ("db_q", c_void_p), ("db_k", c_void_p), ("db_v", c_void_p), ("db_o", c_void_p),
-                ("d_score", c_void_p)]
+                ("d_score", c_void_p), ("d_additive", c_void_p), ("ld_d_additive", c_size_t),
+                ("stride_d_additive", c_size_t)]
 
 
 declare({

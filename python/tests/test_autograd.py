@@ -155,6 +155,33 @@ def test_attention_backward_against_finite_differences():
     assert np.abs(g["db_k"]).max() <= 1e-6 * np.abs(g["dw_k"]).max()
 
 
+@pytest.mark.parametrize("score, param", [("gaussian", 0.8), ("laplace", "vector"),
+                                          ("cosine", 2.0)])
+def test_attention_backward_d_score_against_finite_differences(score, param):
+    """d_score, the gradient of every head's bandwidth (or per-dimension bandwidths, or the
+    cosine scale) summed over heads and items: what makes the kernel width learnable."""
+    rng = np.random.default_rng(6)
+    x = rng.uniform(-1, 1, (2, 4, 3))
+    w_q, w_k, w_v = (rng.uniform(-1, 1, (4, 3)) for _ in range(3))
+    dy = rng.uniform(-1, 1, (2, 4, 4))
+    p = rng.uniform(0.7, 1.4, 2) if param == "vector" else np.array(param, np.float64)
+    kw = {"scale": float(p)} if score == "cosine" else (
+        {"bandwidths": p} if p.ndim else {"bandwidth": float(p)})
+    g = nwattn.attention_backward(x, x, x, dy, w_q=w_q, w_k=w_k, w_v=w_v, heads=2,
+                                  score=score, **kw)
+
+    def loss():
+        q, k, v = x @ w_q.T, x @ w_k.T, x @ w_v.T
+        heads = [_forward(q[..., 2 * h:2 * h + 2], k[..., 2 * h:2 * h + 2],
+                          v[..., 2 * h:2 * h + 2], score, p) for h in range(2)]
+        return float((np.concatenate(heads, -1) * dy).sum())
+
+    want = _fd(loss, p)
+    got = np.asarray(g["d_score"])
+    assert got.shape == want.shape
+    assert np.abs(got - want).max() <= 1e-4 * max(np.abs(want).max(), 1.0)
+
+
 def test_bad_input_is_refused():
     q = np.zeros((2, 3), np.float32)
     with pytest.raises(nwattn.NWAttnError):

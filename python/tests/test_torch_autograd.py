@@ -210,7 +210,8 @@ def test_gradcheck_of_pool_and_nw_predict():
 
 
 def _spelled_attention(x_q, x_k, x_v, w_q, w_k, w_v, w_o=None, b_q=None, b_k=None, b_v=None,
-                       b_o=None, heads=1, scale=None, causal=False):
+                       b_o=None, heads=1, scale=None, causal=False, score="dot", param=None,
+                       additive=None):
     def proj(x, w, b):
         y = x @ w.transpose(0, 1)
         return y if b is None else y + b
@@ -222,7 +223,12 @@ def _spelled_attention(x_q, x_k, x_v, w_q, w_k, w_v, w_o=None, b_q=None, b_k=Non
 
     qh, kh, vh = split(qp), split(kp), split(vp)
     d_head = qh.shape[-1]
-    s = (1 / math.sqrt(d_head) if scale is None else scale) * qh @ kh.transpose(-1, -2)
+    if score == "dot":
+        s = (1 / math.sqrt(d_head) if scale is None else scale) * qh @ kh.transpose(-1, -2)
+    else:
+        s = _scores(qh, kh, score, param)
+    if additive is not None:  # one mask for every head
+        s = s + additive.unsqueeze(-3)
     if causal:
         t_q, t_kv = s.shape[-2:]
         s = s.masked_fill(torch.arange(t_kv) > torch.arange(t_q).unsqueeze(-1), -math.inf)
@@ -247,6 +253,36 @@ def test_attention_gradients_match_torch_cross_attention_with_everything(ctx):
             assert float(g.abs().max()) <= 1e-5 * float(got[4].abs().max())
             continue
         _close(g, w)
+
+
+@pytest.mark.parametrize("score, name, value", [("gaussian", "bandwidth", 0.9),
+                                                ("laplace", "bandwidth", [1.4]),
+                                                ("gaussian", "bandwidths", [0.7, 1.2, 1.0]),
+                                                ("laplace", "bandwidths", [1.1, 0.8, 1.3]),
+                                                ("cosine", "scale", 3.0)])
+def test_attention_learns_the_bandwidth_or_scale_of_its_heads(score, name, value, ctx):
+    """The score's parameter of every head (Gaussian/Laplace bandwidth, per-dimension
+    bandwidths, the cosine scale) is a differentiable input of the layer."""
+    rng = np.random.default_rng(26)
+    x, = _leaves(rng, (2, 5, 4))
+    w_q, w_k, w_v, w_o = _leaves(rng, (6, 4), (6, 4), (4, 4), (3, 4))
+    param = torch.tensor(value, dtype=F64, requires_grad=True)
+    up = torch.tensor(rng.uniform(-1, 1, (2, 5, 3)), dtype=F64)
+    kw = dict(w_q=w_q, w_k=w_k, w_v=w_v, w_o=w_o)
+    leaves = [x, w_q, w_k, w_v, w_o, param]
+    got = _grads(AG.attention(x, heads=2, score=score, ctx=ctx, **{name: param}, **kw), up,
+                 leaves)
+    want = _grads(_spelled_attention(x, x, x, heads=2, score=score, param=param, **kw), up,
+                  leaves)
+    for g, w in zip(got, want):
+        _close(g, w)
+    assert got[-1].shape == param.shape
+    number = np.array(value) if name == "bandwidths" else float(np.reshape(value, -1)[0])
+    const = AG.attention(x, heads=2, score=score, **{name: number}, **kw)  # a constant
+    _close(const.detach(), _spelled_attention(x, x, x, heads=2, score=score,
+                                              param=param.detach(), **kw).detach(), 1e-5)
+    with pytest.raises(ValueError, match="at most one"):
+        AG.attention(x, score=score, scale=1.0, bandwidth=param, **kw)
 
 
 def test_attention_self_attention_sums_the_three_uses_of_x():
@@ -485,3 +521,68 @@ def test_d2l_step_takes_the_compiled_path_and_agrees_with_the_pure_one(monkeypat
         got = step()
     assert taken == [("pool", True), ("pool_backward", True)]
     assert torch.equal(got, want)
+
+
+# --- learned attention biases: the additive mask's gradient ---------------------------------
+
+@pytest.mark.parametrize("shape", [(2, 3, 4, 5), (4, 5), (3, 4, 5), (2, 1, 4, 5)])
+@pytest.mark.parametrize("score", ["dot", "laplace"])
+def test_pool_additive_mask_learns_as_a_bias(shape, score, ctx):
+    """A learnable additive mask (per item, or broadcast over some or all batch axes) gets
+    torch's gradient; its -inf entries (masked keys) get exactly 0."""
+    rng = np.random.default_rng(31)
+    q, k, v = _leaves(rng, (2, 3, 4, 3), (2, 3, 5, 3), (2, 3, 5, 2))
+    init = rng.uniform(-1, 1, shape)
+    init[..., 1, 2] = -np.inf
+    init[..., 3, 0] = -np.inf
+    bias = torch.tensor(init, dtype=F64, requires_grad=True)
+    p = torch.tensor(0.8, dtype=F64, requires_grad=True)
+    up = torch.tensor(rng.uniform(-1, 1, (2, 3, 4, 2)), dtype=F64)
+    leaves = [q, k, v, p, bias]
+    got = _grads(AG.pool(q, k, v, p, score=score, additive=bias, ctx=ctx), up, leaves)
+    want = _grads(torch.softmax(_scores(q, k, score, p) + bias, -1) @ v, up, leaves)
+    for g, w in zip(got, want):
+        _close(g, w)
+    assert got[4].shape == bias.shape
+    assert torch.all(got[4][..., 1, 2] == 0) and torch.all(got[4][..., 3, 0] == 0)
+
+
+def test_pool_additive_gradient_with_fully_masked_rows_and_numpy():
+    """A row whose keys are all masked gets dS = 0 (torch's spelled-out softmax would give
+    NaN there); the numpy function returns the same dS as the torch layer."""
+    rng = np.random.default_rng(32)
+    q, k, v = _leaves(rng, (2, 4, 3), (2, 3, 3), (2, 3, 2))
+    bias = torch.tensor(rng.uniform(-1, 1, (2, 4, 3)), dtype=F64, requires_grad=True)
+    lens = np.array([3, 0])  # item 1: every row fully masked
+    out = AG.pool(q, k, v, additive=bias, valid_lens=lens)
+    up = torch.tensor(rng.uniform(-1, 1, (2, 4, 2)), dtype=F64)
+    out.backward(up)
+    assert torch.all(bias.grad[1] == 0)
+    want, = torch.autograd.grad((torch.softmax(_scores(q[0], k[0], "dot", 1 / math.sqrt(3)) +
+                                               bias[0], -1) @ v[0] * up[0]).sum(), [bias])
+    _close(bias.grad[0], want[0])
+    f = [x.detach().numpy().astype(np.float32) for x in (q, k, v, bias)]
+    o, lse = nwattn.pool(*f[:3], additive=f[3], valid_lens=lens, lse=True)
+    *_, ds = nwattn.pool_backward(*f[:3], o, lse, up.numpy().astype(np.float32),
+                                  additive=f[3], valid_lens=lens, additive_grad=True)
+    np.testing.assert_allclose(ds, bias.grad.numpy(), rtol=1e-5, atol=1e-7)
+    with pytest.raises(ValueError, match="additive"):
+        nwattn.pool_backward(*f[:3], o, lse, o, additive_grad=True)
+
+
+@pytest.mark.parametrize("shape", [(2, 5, 5), (5, 5)])
+def test_attention_additive_mask_learns_as_a_bias_shared_by_the_heads(shape, ctx):
+    rng = np.random.default_rng(33)
+    x, = _leaves(rng, (2, 5, 4))
+    w_q, w_k, w_v = _leaves(rng, (4, 4), (4, 4), (4, 4))
+    init = rng.uniform(-1, 1, shape)
+    init[..., 0, 3] = -np.inf
+    bias = torch.tensor(init, dtype=F64, requires_grad=True)
+    up = torch.tensor(rng.uniform(-1, 1, (2, 5, 4)), dtype=F64)
+    kw = dict(w_q=w_q, w_k=w_k, w_v=w_v)
+    leaves = [x, w_q, bias]
+    got = _grads(AG.attention(x, heads=2, additive=bias, ctx=ctx, **kw), up, leaves)
+    want = _grads(_spelled_attention(x, x, x, heads=2, additive=bias, **kw), up, leaves)
+    for g, w in zip(got, want):
+        _close(g, w)
+    assert torch.all(got[2][..., 0, 3] == 0)

@@ -8,7 +8,10 @@
  * Units of work: a block of keys of one item (dV += P^T dO, dK's sum += E^T Q~, over every
  * query tile) and a block of queries (dQ's sum += E K~, over every key tile); each unit's tiles
  * run in order and its share of the parameter gradient goes to its own slot, added in unit
- * order at the end. Nothing depends on which worker runs a unit, or on how many there are. */
+ * order at the end. Nothing depends on which worker runs a unit, or on how many there are.
+ * dS itself (the additive mask's gradient, when asked for) is written by the query units,
+ * each owning its rows; a dS shared by every item (broadcast mask) is summed in float, item
+ * by item in order, by one unit per query block. */
 #include <math.h>
 #include <string.h>
 
@@ -107,7 +110,15 @@ static void tiles_carve(const plan *pl, size_t worker, tiles *t) {
     t->exact = nw_tile_take(&c, bt, 1);
 }
 
+/* Slots of the parameter gradient's shares: one per key block and query block of each item. */
 static size_t units(const plan *pl) { return pl->a->batch * (pl->kblocks + pl->qblocks); }
+
+/* Units run: the slots, except that with a shared dS (a broadcast additive mask) one unit
+ * takes a query block of every item in item order, as the items' dS rows add up there. */
+static size_t runs(const plan *pl) {
+    const nw_backward_args *a = pl->a;
+    return a->batch * pl->kblocks + (a->gs_shared ? pl->qblocks : a->batch * pl->qblocks);
+}
 
 static int plan_init(plan *pl, const nw_backward_args *a) {
     memset(pl, 0, sizeof *pl);
@@ -132,7 +143,7 @@ static int plan_init(plan *pl, const nw_backward_args *a) {
 }
 
 static size_t n_workers(const plan *pl, size_t threads) {
-    return max_size(min_size(threads, units(pl)), 1);
+    return max_size(min_size(threads, runs(pl)), 1);
 }
 
 size_t nw_fused_backward_workspace(const nw_backward_args *a, size_t threads) {
@@ -150,8 +161,13 @@ static void row_d(const nw_backward_args *a, size_t b, size_t i0, size_t rows, d
     for (size_t r = 0; r < rows; r++) {
         const float *d_o = NW_BITEM(a, d_o, b) + (i0 + r) * a->ld_do;
         const float *o = NW_BITEM(a, o, b) + (i0 + r) * a->ldo;
-        double sum = 0.0;
-        for (size_t c = 0; c < a->dv; c++)
+        double lane[4] = {0}; /* four fixed lanes, added in order: vectorises */
+        size_t c = 0;
+        for (; c + 4 <= a->dv; c += 4)
+            for (size_t l = 0; l < 4; l++)
+                lane[l] += (double)d_o[c + l] * (double)o[c + l];
+        double sum = (lane[0] + lane[1]) + (lane[2] + lane[3]);
+        for (; c < a->dv; c++)
             sum += (double)d_o[c] * (double)o[c];
         dd[r] = sum;
     }
@@ -197,9 +213,10 @@ static int plain_row(const plan *pl, const tiles *t, size_t r, size_t j0, size_t
 }
 
 /* P (in t->s) and E (pitch bt) of query rows i0 .. i0+rows-1 against keys j0 .. j0+cols-1 of item b,
- * with t->dd holding the rows' D, t->mrows their masks and tile_prepare done. */
+ * with t->dd holding the rows' D, t->mrows their masks and tile_prepare done. With `gs` (the
+ * query units only) dS = P o (dP - D) of the tile's live pairs is added to the rows of dS. */
 static void tile_pe(const plan *pl, const tiles *t, size_t b, size_t i0, size_t rows,
-                    size_t j0, size_t cols) {
+                    size_t j0, size_t cols, int gs) {
     const nw_backward_args *a = pl->a;
     const nw_score_desc *desc = a->score.desc;
     const nw_keys_info *info = &pl->info[b];
@@ -244,9 +261,17 @@ static void tile_pe(const plan *pl, const tiles *t, size_t b, size_t i0, size_t 
         }
         a->simd->exp_sumf(p, cols, 0.0f);
         const double big_d = t->dd[r];
-        for (size_t j = 0; j < cols; j++)
-            e[j] = p[j] == 0.0f ? 0.0f
-                                : (float)rule->coeff((double)p[j] * ((double)e[j] - big_d), sd[j]);
+        float *gs_row = gs ? nw_backward_gs_row(a, b, i0 + r) + j0 : NULL;
+        for (size_t j = 0; j < cols; j++) {
+            if (p[j] == 0.0f) {
+                e[j] = 0.0f;
+                continue;
+            }
+            const double ds = (double)p[j] * ((double)e[j] - big_d);
+            if (gs_row != NULL)
+                gs_row[j] += (float)ds;
+            e[j] = (float)rule->coeff(ds, sd[j]);
+        }
     }
 }
 
@@ -329,7 +354,7 @@ static void key_unit(const plan *pl, const tiles *t, size_t b, size_t kb, double
             continue;
         row_d(a, b, i0, rows, t->dd);
         tile_prepare(pl, t, b, i0, rows, j0, cols, PREP_ROWS);
-        tile_pe(pl, t, b, i0, rows, j0, cols);
+        tile_pe(pl, t, b, i0, rows, j0, cols, 0);
         const float *d_o = NW_BITEM(a, d_o, b) + i0 * a->ld_do;
         if (a->dv > 0)
             nw_blas_sgemm_tn(cols, a->dv, rows, 1.0f, t->s, bt, d_o, a->ld_do, 1.0f, dv,
@@ -338,7 +363,8 @@ static void key_unit(const plan *pl, const tiles *t, size_t b, size_t kb, double
         const float *qt =
             operand_tile(pl, t, b, NW_BITEM(a, q, b) + i0 * a->ldq, a->ldq, rows, &ldx);
         nw_blas_sgemm_tn(cols, a->d, rows, 1.0f, t->e, bt, qt, ldx, 1.0f, dk, a->ld_gk);
-        add_column_sums(t->e, bt, rows, cols, t->sums);
+        if (nw_grad_of(&a->score)->centred) /* r: only the distances' chain rule reads it */
+            add_column_sums(t->e, bt, rows, cols, t->sums);
     }
     const float *k = NW_BITEM(a, k, b) + j0 * a->ldk;
     for (size_t j = 0; j < cols; j++)
@@ -355,18 +381,21 @@ static void query_unit(const plan *pl, const tiles *t, size_t b, size_t qb, doub
         memset(dq + r * a->ld_gq, 0, a->d * sizeof(float));
         r_sums[r] = 0.0;
     }
+    if (a->gs != NULL && !nw_backward_gs_adds(a, b)) /* tiles add to it; some are skipped */
+        for (size_t r = 0; r < rows; r++)
+            memset(nw_backward_gs_row(a, b, i0 + r), 0, a->n * sizeof(float));
     mask_rows(a, t, b, i0, rows);
     row_d(a, b, i0, rows, t->dd);
     tile_prepare(pl, t, b, i0, rows, 0, 0, PREP_ROWS);
     for (size_t j0 = 0; j0 < a->n && tile_live(t, rows, j0); j0 += bt) {
         const size_t cols = min_size(bt, a->n - j0);
         tile_prepare(pl, t, b, i0, rows, j0, cols, PREP_KEYS);
-        tile_pe(pl, t, b, i0, rows, j0, cols);
+        tile_pe(pl, t, b, i0, rows, j0, cols, a->gs != NULL);
         size_t ldx;
         const float *kt =
             operand_tile(pl, t, b, NW_BITEM(a, k, b) + j0 * a->ldk, a->ldk, cols, &ldx);
         nw_blas_sgemm(0, rows, a->d, cols, 1.0f, t->e, bt, kt, ldx, 1.0f, dq, a->ld_gq);
-        for (size_t r = 0; r < rows; r++)
+        for (size_t r = 0; r < rows && nw_grad_of(&a->score)->centred; r++)
             r_sums[r] += row_sum(t->e + r * bt, cols);
     }
     const float *q = NW_BITEM(a, q, b) + i0 * a->ldq;
@@ -379,13 +408,21 @@ static void run_unit(void *arg, size_t unit, size_t worker) {
     const size_t key_units = pl->a->batch * pl->kblocks;
     tiles t;
     tiles_carve(pl, worker, &t);
-    double *dparam = pl->partial + unit * pl->params;
-    memset(dparam, 0, pl->params * sizeof(double));
-    if (unit < key_units)
+    if (unit < key_units) {
+        double *dparam = pl->partial + unit * pl->params;
+        memset(dparam, 0, pl->params * sizeof(double));
         key_unit(pl, &t, unit / pl->kblocks, unit % pl->kblocks, dparam);
-    else
-        query_unit(pl, &t, (unit - key_units) / pl->qblocks, (unit - key_units) % pl->qblocks,
-                   dparam);
+        return;
+    }
+    const size_t u = unit - key_units;
+    const size_t first = pl->a->gs_shared ? 0 : u / pl->qblocks;
+    const size_t last = pl->a->gs_shared ? pl->a->batch : first + 1;
+    const size_t qb = pl->a->gs_shared ? u : u % pl->qblocks;
+    for (size_t b = first; b < last; b++) { /* the slot of (b, qb) whichever unit runs it */
+        double *dparam = pl->partial + (key_units + b * pl->qblocks + qb) * pl->params;
+        memset(dparam, 0, pl->params * sizeof(double));
+        query_unit(pl, &t, b, qb, dparam);
+    }
 }
 
 static void run_item(void *arg, size_t b, size_t worker) {
@@ -411,7 +448,7 @@ void nw_fused_backward(const nw_backward_args *a, void *scratch, nw_workers *wor
     pl.scratch = (unsigned char *)scratch + pl.shared_bytes;
     const size_t count = n_workers(&pl, workers->threads);
     nw_parallel_for(workers, count, a->batch, run_item, &pl);
-    nw_parallel_for(workers, count, units(&pl), run_unit, &pl);
+    nw_parallel_for(workers, count, runs(&pl), run_unit, &pl);
     if (a->dparam == NULL)
         return;
     for (size_t l = 0; l < pl.params; l++) {

@@ -3,7 +3,8 @@
  * softmax row contract (core/row_state.h), dP_ij = dO_i . v_j, D_i = sum_j P_ij dP_ij,
  * dS_ij = P_ij (dP_ij - D_i); then the kind's chain rule (score/score_grad.h) with g and r
  * summed in double. Masked pairs are never looked at, so their keys get exactly zero. O and
- * lse are not read: the weights are recomputed in double. */
+ * lse are not read: the weights are recomputed in double. dS itself (the additive mask's
+ * gradient) is rounded once per item; a shared one adds the items' rows in item order. */
 #include <string.h>
 
 #include "backward.h"
@@ -91,6 +92,14 @@ static void ref_row(const nw_backward_args *a, const ref_item *it, size_t b, siz
             dp += (double)d_o[c] * (double)v[j * a->ldv + c];
         it->dp[j] = dp;
         big_d += it->p[j] * dp;
+    }
+    if (a->gs != NULL) { /* dS itself: the additive mask's gradient */
+        float *gs = nw_backward_gs_row(a, b, i);
+        const int adds = nw_backward_gs_adds(a, b);
+        for (size_t j = 0; j < n; j++) {
+            const double ds = it->x[j] == -INFINITY ? 0.0 : it->p[j] * (it->dp[j] - big_d);
+            gs[j] = adds ? (float)((double)gs[j] + ds) : (float)ds;
+        }
     }
     nw_grad_operand(&a->score, d, q, it->centre, it->qt);
     const nw_score_grad *rule = nw_grad_of(&a->score);

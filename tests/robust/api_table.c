@@ -327,7 +327,7 @@ static nwattn_status invoke_backward(nwattn_context *ctx, const at_case *c) {
                                      ST(c, PB_LSE), F(c, PB_DO), LD(c, PB_DO), ST(c, PB_DO)};
     nwattn_pool_grads g = {F(c, PB_DQ), LD(c, PB_DQ), ST(c, PB_DQ), F(c, PB_DK), LD(c, PB_DK),
                            ST(c, PB_DK), F(c, PB_DVO), LD(c, PB_DVO), ST(c, PB_DVO),
-                           NULL, NULL, NULL};
+                           NULL, NULL, NULL, NULL, 0, 0};
     const int scaled = c->score.kind == NWATTN_SCORE_DOT || c->score.kind == NWATTN_SCORE_COSINE;
     if (scaled)
         g.d_scale = F(c, PB_DPARAM);
@@ -469,7 +469,7 @@ static nwattn_status invoke_attention_backward(nwattn_context *ctx, const at_cas
     const nwattn_attention_grads g = {
         F(c, AB_DXQ), LD(c, AB_DXQ), ST(c, AB_DXQ), F(c, AB_DXK), LD(c, AB_DXK), ST(c, AB_DXK),
         F(c, AB_DXV), LD(c, AB_DXV), ST(c, AB_DXV), F(c, AB_DWQ), F(c, AB_DWK), F(c, AB_DWV),
-        NULL, F(c, AB_DBQ), NULL, NULL, NULL, F(c, AB_DSCORE)};
+        NULL, F(c, AB_DBQ), NULL, NULL, NULL, F(c, AB_DSCORE), NULL, 0, 0};
     return nwattn_attention_backward(
         ctx, (c->null_structs & 1u) ? NULL : &p, SCORE(c), MASK(c), D(c, AN_BATCH), D(c, AN_TQ),
         D(c, AN_TKV), F(c, AB_XQ), LD(c, AB_XQ), ST(c, AB_XQ), F(c, AB_XK), LD(c, AB_XK),
