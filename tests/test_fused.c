@@ -268,6 +268,49 @@ static void test_fully_masked_rows(void **state) {
     free_problem(&p);
 }
 
+/* The one-pass 1-D row (simd.h dist1_exp_dot) shifts each tile by a bound from its keys'
+ * range: 0 for queries inside it. Keys far apart against h put every score of such a query
+ * thousands below 0, where the bound alone would leave only clamped terms: the row must find
+ * the tile's true maximum instead. Query 50 against keys 0 and 90 (h = 1): all weight on the
+ * nearer key, 90 (scores -1250 and -800); the reference agrees. Both kinds, 1 and 2 threads,
+ * and a tile of many such keys around a cluster far from every query. */
+static void test_dist1_far_keys(void **state) {
+    (void)state;
+    const nwattn_score_kind kinds[] = {NWATTN_SCORE_GAUSSIAN, NWATTN_SCORE_LAPLACE};
+    for (int kind = 0; kind < 2; kind++)
+        for (size_t threads = 1; threads <= 2; threads++) {
+            nwattn_score sc = {kinds[kind], 0.0f, kind == 0 ? 1.0f : 0.05f, NULL};
+            float q[3] = {50.0f, 47.0f, 89.0f}, k[2] = {0.0f, 90.0f}, v[2] = {-1.0f, 3.0f};
+            float o[3], w[6], lse[3];
+            nwattn_context *ctx = at_context(NWATTN_BACKEND_FUSED, threads);
+            AT_OK(ctx, nwattn_pool(ctx, &sc, NULL, 1, 3, 2, 1, 1, q, 1, 0, k, 1, 0, v, 1, 0,
+                                   o, 1, 0, NULL, 0, 0, lse, 0));
+            for (int i = 0; i < 3; i++)
+                assert_true(o[i] == 3.0f && isfinite(lse[i]));
+            nwattn_context *ref = at_context(NWATTN_BACKEND_REFERENCE, 1);
+            float o_ref[3], lse_ref[3];
+            AT_OK(ref, nwattn_pool(ref, &sc, NULL, 1, 3, 2, 1, 1, q, 1, 0, k, 1, 0, v, 1, 0,
+                                   o_ref, 1, 0, w, 2, 0, lse_ref, 0));
+            for (int i = 0; i < 3; i++)
+                assert_true(fabsf(lse[i] - lse_ref[i]) <= 1e-6f * fabsf(lse_ref[i]));
+            /* 600 keys: a cluster at 1000 and one key at 0; queries between them. */
+            at_rng r = {31 + (uint64_t)threads};
+            float *kk = at_random(&r, 600, 999.0f, 1001.0f), *vv = at_random(&r, 600, -1.0f, 1.0f);
+            kk[300] = 0.0f;
+            float *qq = at_random(&r, 70, 400.0f, 600.0f), *oo = at_filled(70, 0.0f);
+            float *oo_ref = at_filled(70, 0.0f);
+            AT_OK(ctx, nwattn_pool(ctx, &sc, NULL, 1, 70, 600, 1, 1, qq, 1, 0, kk, 1, 0, vv, 1,
+                                   0, oo, 1, 0, NULL, 0, 0, NULL, 0));
+            AT_OK(ref, nwattn_pool(ref, &sc, NULL, 1, 70, 600, 1, 1, qq, 1, 0, kk, 1, 0, vv, 1,
+                                   0, oo_ref, 1, 0, NULL, 0, 0, NULL, 0));
+            for (size_t i = 0; i < 70; i++)
+                assert_true(fabsf(oo[i] - oo_ref[i]) <= 1e-5f);
+            free(kk), free(vv), free(qq), free(oo), free(oo_ref);
+            nwattn_context_destroy(ctx);
+            nwattn_context_destroy(ref);
+        }
+}
+
 /* The fused path's working memory is a few tiles, whatever m and n. */
 static void test_workspace_tile_sized(void **state) {
     (void)state;
@@ -368,6 +411,7 @@ int main(void) {
         cmocka_unit_test(test_weights_output),
         cmocka_unit_test(test_threads_same_bits),
         cmocka_unit_test(test_fully_masked_rows),
+        cmocka_unit_test(test_dist1_far_keys),
         cmocka_unit_test(test_workspace_tile_sized),
         cmocka_unit_test(test_average_pool),
         cmocka_unit_test(test_auto),
