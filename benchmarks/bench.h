@@ -43,6 +43,10 @@ void naive_nw(size_t m, size_t n, size_t d, float h, const float *q, const float
 /* Scaled dot-product attention, q m×d, k n×d, v n×dv, o m×dv; causal masks keys j > i. */
 void naive_sdpa(size_t m, size_t n, size_t d, size_t dv, int causal, const float *q,
                 const float *k, const float *v, float *o);
+/* ---- The same loops built with -ffast-math and OpenMP (bench_naive_fast.c) ------------ */
+/* naive_nw for d = 1 on `threads` OpenMP threads (contiguous row ranges). Returns 0. */
+int naive_fast_nw_1d(size_t m, size_t n, float h, const float *q, const float *k,
+                     const float *v, float *o, int threads);
 /* y = x·w^T + b: x rows×in, w out×in, b out. */
 void naive_linear(size_t rows, size_t out, size_t in, const float *x, const float *w,
                   const float *b, float *y);

@@ -85,6 +85,7 @@ typedef struct result {
     const char *unit; /* "Geval/s" or "GFLOP/s" */
     double naive_s;   /* 0: no naive time */
     double ceiling_rate; /* 0: no ceiling */
+    double fast_s;    /* 0: no time of the -ffast-math loop at this thread count */
     double max_diff;  /* largest |output - check output|, NAN if not compared */
 } result;
 
@@ -92,14 +93,16 @@ static bench_json json;
 
 static void report(const result *r) {
     const double rate = r->work / r->st.median / 1e9;
-    char naive[32] = "", ceiling[32] = "";
+    char naive[32] = "", ceiling[32] = "", fast[32] = "";
     if (r->naive_s > 0)
         snprintf(naive, sizeof naive, "%.1fx", r->naive_s / r->st.median);
+    if (r->fast_s > 0)
+        snprintf(fast, sizeof fast, "%.2fx", r->fast_s / r->st.median);
     if (r->ceiling_rate > 0)
         snprintf(ceiling, sizeof ceiling, "%.2f", rate / r->ceiling_rate);
-    printf("%-6s %-24s %-10s %2zu %10.3f %10.3f %10.3f %9.2f %-7s %8s %8s %9.2g %2d\n",
+    printf("%-6s %-24s %-10s %2zu %10.3f %10.3f %10.3f %9.2f %-7s %8s %7s %8s %9.2g %2d\n",
            r->workload, r->label, r->impl, r->threads, 1e3 * r->st.median, 1e3 * r->st.min,
-           1e3 * r->st.max, rate, r->unit, naive, ceiling, r->max_diff, r->st.runs);
+           1e3 * r->st.max, rate, r->unit, naive, fast, ceiling, r->max_diff, r->st.runs);
     fflush(stdout);
     char m[1024];
     int len = snprintf(m, sizeof m,
@@ -111,6 +114,9 @@ static void report(const result *r) {
     if (r->naive_s > 0)
         len += snprintf(m + len, sizeof m - (size_t)len, ", \"vs_naive\": %.4g",
                         r->naive_s / r->st.median);
+    if (r->fast_s > 0)
+        len += snprintf(m + len, sizeof m - (size_t)len, ", \"vs_naive_fast\": %.4g",
+                        r->fast_s / r->st.median);
     if (r->ceiling_rate > 0)
         len += snprintf(m + len, sizeof m - (size_t)len, ", \"vs_ceiling\": %.4g",
                         rate / r->ceiling_rate);
@@ -120,9 +126,9 @@ static void report(const result *r) {
 }
 
 static void header(void) {
-    printf("%-6s %-24s %-10s %2s %10s %10s %10s %9s %-7s %8s %8s %9s %2s\n", "load", "shape",
-           "impl", "T", "median ms", "min ms", "max ms", "rate", "unit", "x naive", "x ceil",
-           "max diff", "n");
+    printf("%-6s %-24s %-10s %2s %10s %10s %10s %9s %-7s %8s %7s %8s %9s %2s\n", "load",
+           "shape", "impl", "T", "median ms", "min ms", "max ms", "rate", "unit", "x naive",
+           "x fast", "x ceil", "max diff", "n");
 }
 
 static double max_abs_diff(const float *a, const float *b, size_t count) {
@@ -174,6 +180,7 @@ typedef struct pool_case {
     float *o;
     float *s; /* ceiling: a block of scores */
     nwattn_context *ctx;
+    size_t threads; /* of the -ffast-math loop */
 } pool_case;
 
 static int run_naive_pool(void *arg) {
@@ -183,6 +190,13 @@ static int run_naive_pool(void *arg) {
     else
         naive_sdpa(c->m, c->n, c->d, c->dv, c->causal, c->q, c->k, c->v, c->o);
     return 0;
+}
+
+/* The same loop built with -ffast-math and OpenMP (bench_naive_fast.c), 1-D NW only. */
+static int run_naive_fast_pool(void *arg) {
+    pool_case *c = arg;
+    return naive_fast_nw_1d(c->m, c->n, c->score.bandwidth, c->q, c->k, c->v, c->o,
+                            (int)c->threads);
 }
 
 static int run_nwattn_pool(void *arg) {
@@ -266,6 +280,15 @@ static int pool_workload(const options *o, const char *workload, pool_case *c, c
             return -1;
         const double ceiling_rate = ceiling_work / r.st.median / 1e9;
         r.work = work;
+        r.fast_s = 0.0;
+        double fast_s = 0.0;
+        if (c->d == 1 && c->score.kind == NWATTN_SCORE_GAUSSIAN && !c->causal) {
+            r.impl = "fastmath", c->threads = threads;
+            if (measure(o, &r, run_naive_fast_pool, c, c->o, have_check ? check : NULL,
+                        out_count) != 0)
+                return -1;
+            fast_s = r.st.median;
+        }
         const nwattn_backend backends[] = {NWATTN_BACKEND_REFERENCE, NWATTN_BACKEND_BLAS,
                                            NWATTN_BACKEND_FUSED};
         for (int b = 0; b < 3; b++) {
@@ -277,6 +300,7 @@ static int pool_workload(const options *o, const char *workload, pool_case *c, c
                 return -1;
             openblas_set_num_threads(backends[b] == NWATTN_BACKEND_FUSED ? 1 : (int)threads);
             r.impl = backend_name(backends[b]), r.ceiling_rate = ceiling_rate;
+            r.fast_s = fast_s;
             int rc = measure(o, &r, run_nwattn_pool, c, c->o, have_check ? check : NULL,
                              out_count);
             if (rc == 0 && !have_check) {

@@ -157,6 +157,32 @@ NWATTN_API nwattn_status nwattn_context_set_threads(nwattn_context *ctx, size_t 
 /* The context's thread count (1 for ctx == NULL). */
 NWATTN_API size_t nwattn_context_get_threads(const nwattn_context *ctx);
 
+/* Tile sizes of the fused path (docs/performance.md, "Tiles"). By default they are derived
+ * per call from the caches the CPU reports when the context is created (sysconf; 32 KiB L1d
+ * and 512 KiB L2 where the system says nothing) and from the BLAS's small-product threshold:
+ * 64 query rows by keys such that each tile product has m·n·k <= 2^18, and for the one-pass
+ * 1-D Nadaraya-Watson row (d = 1, one value per key, Gaussian or Laplace) as many keys as
+ * fill half of L1d with keys and values. set_tiles overrides either (0: derived again);
+ * results change only by rounding (the softmax is summed tile by tile) and never with the
+ * thread count. 0 <= rows <= NWATTN_MAX_TILE_ROWS, 0 <= keys <= NWATTN_MAX_TILE_KEYS, else
+ * NWATTN_ERR_BAD_PARAMETER. get_tiles reports the override (0 where there is none). */
+#define NWATTN_MAX_TILE_ROWS 4096
+#define NWATTN_MAX_TILE_KEYS 65536
+NWATTN_API nwattn_status nwattn_context_set_tiles(nwattn_context *ctx, size_t rows, size_t keys);
+NWATTN_API nwattn_status nwattn_context_get_tiles(const nwattn_context *ctx, size_t *rows,
+                                                  size_t *keys);
+
+/* What the context runs on, as one line of text for logs and bug reports: the vector kernels
+ * (and the best this CPU has), the cache sizes read and where from, the tile override, and
+ * the tiles the fused path takes for three shapes (scaled dot product d = 64, the 1-D
+ * Gaussian, d = 8 distances), e.g.
+ *   "simd=avx2 cpu=avx512 l1d=49152 l2=1048576 caches=sysconf override=0x0
+ *    tiles: dot64=64x64 nw1d=64x3072 dist8=64x256"
+ * (one line). Writes at most `size` bytes including the terminating NUL into buf (buf may be
+ * NULL when size is 0) and returns the length of the whole text, as snprintf does; 0 for
+ * ctx == NULL. */
+NWATTN_API size_t nwattn_context_describe(const nwattn_context *ctx, char *buf, size_t size);
+
 /* Working memory: the context keeps the largest block any call needed (scores of a block of
  * query rows, centred copies of Q and K, pointer arrays) and reuses it, so a steady workload
  * allocates only on its first call. These report and release it. */

@@ -87,7 +87,7 @@ nwattn_status nwattn_attention(nwattn_context *ctx, const nwattn_attention_param
         .x_q = {x_q, ldx_q, stride_x_q}, .x_k = {x_k, ldx_k, stride_x_k},
         .x_v = {x_v, ldx_v, stride_x_v},
         .y = y, .ldy = ldy, .stride_y = stride_y,
-        .pool = {.simd = ctx->simd, .batch = batch, .heads = p->heads, .m = t_q, .n = t_kv, .d = dh, .dv = dvh,
+        .pool = {.simd = ctx->simd, .tiles = &ctx->tiles, .batch = batch, .heads = p->heads, .m = t_q, .n = t_kv, .d = dh, .dv = dvh,
                  .w = weights, .ldw = ldw, .stride_w = stride_w, .hstride_w = t_q * ldw},
     };
     nw_call call;

@@ -59,7 +59,7 @@ nwattn_status nwattn_attention_backward(nwattn_context *ctx,
     nw_call_init(&call, ctx, batch);
     NW_TRY(nw_attention_check_inputs(&call, params, score, &a.f));
     const nwattn_attention_params *p = params;
-    a.f.pool = (nw_pool_args){.simd = ctx->simd, .score = a.f.pool.score, .batch = batch,
+    a.f.pool = (nw_pool_args){.simd = ctx->simd, .tiles = &ctx->tiles, .score = a.f.pool.score, .batch = batch,
                               .heads = p->heads, .m = t_q, .n = t_kv, .d = p->d_qk / p->heads,
                               .dv = p->d_v / p->heads};
     NW_TRY(nw_input(&call, "dy", dy, t_q, p->w_o ? p->d_out : p->d_v, ldy, stride_dy));

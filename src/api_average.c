@@ -11,6 +11,7 @@ nwattn_status nwattn_average_pool(nwattn_context *ctx, const nwattn_mask *mask, 
     /* No queries: q points at v with zero pitch and d = 0, and is never read. */
     nw_pool_args args = {
         .simd = ctx->simd,
+        .tiles = &ctx->tiles,
         .score = {.desc = &nw_score_uniform},
         .batch = batch, .heads = 1, .m = m, .n = n, .d = 0, .dv = dv,
         .q = v, .ldq = 0, .stride_q = 0,

@@ -14,6 +14,7 @@ nwattn_status nwattn_pool(nwattn_context *ctx, const nwattn_score *score,
         return nw_fail(ctx, NWATTN_ERR_BAD_DIMENSION, "d is 0: a score needs features");
     nw_pool_args args = {
         .simd = ctx->simd,
+        .tiles = &ctx->tiles,
         .batch = batch, .heads = 1, .m = m, .n = n, .d = d, .dv = dv,
         .q = q, .ldq = ldq, .stride_q = stride_q,
         .k = k, .ldk = ldk, .stride_k = stride_k,

@@ -18,6 +18,7 @@ nwattn_status nwattn_pool_partial(nwattn_context *ctx, const nwattn_score *score
         return nw_fail(ctx, NWATTN_ERR_OVERFLOW, "key_offset + n overflows size_t");
     nw_pool_args args = {
         .simd = ctx->simd,
+        .tiles = &ctx->tiles,
         .batch = batch, .heads = 1, .m = m, .n = n, .d = d, .dv = dv,
         .q = q, .ldq = ldq, .stride_q = stride_q,
         .k = k, .ldk = ldk, .stride_k = stride_k,

@@ -33,6 +33,7 @@ nwattn_status nwattn_context_create_with_allocator(nwattn_context **out,
     ctx->backend = NWATTN_BACKEND_AUTO;
     ctx->workers.threads = 1;
     ctx->simd = nw_simd_select();
+    nw_tiles_probe(&ctx->tiles);
     *out = ctx;
     return NWATTN_OK;
 }
@@ -75,6 +76,47 @@ nwattn_status nwattn_context_set_threads(nwattn_context *ctx, size_t threads) {
 }
 
 size_t nwattn_context_get_threads(const nwattn_context *ctx) { return ctx ? ctx->workers.threads : 1; }
+
+nwattn_status nwattn_context_set_tiles(nwattn_context *ctx, size_t rows, size_t keys) {
+    NW_TRY(nw_begin(ctx));
+    if (rows > NWATTN_MAX_TILE_ROWS || keys > NWATTN_MAX_TILE_KEYS)
+        return nw_fail(ctx, NWATTN_ERR_BAD_PARAMETER,
+                       "tiles %zu x %zu: at most %d rows and %d keys (0: derived)", rows, keys,
+                       NWATTN_MAX_TILE_ROWS, NWATTN_MAX_TILE_KEYS);
+    ctx->tiles.rows = rows;
+    ctx->tiles.keys = keys;
+    return NWATTN_OK;
+}
+
+nwattn_status nwattn_context_get_tiles(const nwattn_context *ctx, size_t *rows, size_t *keys) {
+    if (ctx == NULL || rows == NULL || keys == NULL)
+        return NWATTN_ERR_NULL_POINTER;
+    *rows = ctx->tiles.rows;
+    *keys = ctx->tiles.keys;
+    return NWATTN_OK;
+}
+
+static const char *cpu_level_name(int level) {
+    return level >= NW_SIMD_LEVEL_AVX512 ? "avx512" : level >= NW_SIMD_LEVEL_AVX2 ? "avx2" : "generic";
+}
+
+size_t nwattn_context_describe(const nwattn_context *ctx, char *buf, size_t size) {
+    if (ctx == NULL || (buf == NULL && size > 0))
+        return 0;
+    const nw_tiles *t = &ctx->tiles;
+    size_t dot[2], nw1[2], dist8[2];
+    nw_tile_shape(t, SIZE_MAX, SIZE_MAX, 64, 64, 0, &dot[0], &dot[1]);
+    nw_tile_shape(t, SIZE_MAX, SIZE_MAX, 1, 1, 1, &nw1[0], &nw1[1]);
+    nw_tile_shape(t, SIZE_MAX, SIZE_MAX, 8, 1, 0, &dist8[0], &dist8[1]);
+    const int len = snprintf(
+        buf, size,
+        "simd=%s cpu=%s l1d=%zu l2=%zu caches=%s override=%zux%zu tiles: dot64=%zux%zu "
+        "nw1d=%zux%zu dist8=%zux%zu",
+        ctx->simd->name, cpu_level_name(nw_cpu_level()), t->l1d, t->l2,
+        t->from_cpu ? "sysconf" : "default", t->rows, t->keys, dot[0], dot[1], nw1[0], nw1[1],
+        dist8[0], dist8[1]);
+    return len > 0 ? (size_t)len : 0;
+}
 
 size_t nwattn_context_workspace_bytes(const nwattn_context *ctx) {
     return ctx ? ctx->workspace_bytes : 0;

@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "nwattn.h"
+#include "frame/tiles.h"
 #include "simd/simd.h"
 #include "threads.h"
 
@@ -18,6 +19,7 @@ struct nwattn_context {
     double nw_tolerance;        /* the Gaussian fast sums' bound; 0: the default */
     nw_workers workers; /* thread count and the team kept between calls */
     const nw_simd *simd; /* vector kernels for this CPU, chosen at creation */
+    nw_tiles tiles;      /* the caches read at creation, the caller's tile sizes */
     void *workspace; /* grown on demand, kept across calls */
     size_t workspace_bytes;
     char errmsg[NW_ERRMSG_BYTES];

@@ -11,6 +11,7 @@
  * attention). The mask depends on b only: all heads of an item share it. */
 typedef struct nw_pool_args {
     const nw_simd *simd; /* the context's vector kernels */
+    const struct nw_tiles *tiles; /* the context's tile sizes (frame/tiles.h); NULL: defaults */
     nw_score score;
     nw_mask mask;
     size_t batch, heads, m, n, d, dv;

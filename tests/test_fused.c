@@ -268,6 +268,107 @@ static void test_fully_masked_rows(void **state) {
     free_problem(&p);
 }
 
+/* The one-pass 1-D row (simd.h dist1_exp_dot) shifts each tile by a bound from its keys'
+ * range: 0 for queries inside it. Keys far apart against h put every score of such a query
+ * thousands below 0, where the bound alone would leave only clamped terms: the row must find
+ * the tile's true maximum instead. Query 50 against keys 0 and 90 (h = 1): all weight on the
+ * nearer key, 90 (scores -1250 and -800); the reference agrees. Both kinds, 1 and 2 threads,
+ * and a tile of many such keys around a cluster far from every query. */
+static void test_dist1_far_keys(void **state) {
+    (void)state;
+    const nwattn_score_kind kinds[] = {NWATTN_SCORE_GAUSSIAN, NWATTN_SCORE_LAPLACE};
+    for (int kind = 0; kind < 2; kind++)
+        for (size_t threads = 1; threads <= 2; threads++) {
+            nwattn_score sc = {kinds[kind], 0.0f, kind == 0 ? 1.0f : 0.05f, NULL};
+            float q[3] = {50.0f, 47.0f, 89.0f}, k[2] = {0.0f, 90.0f}, v[2] = {-1.0f, 3.0f};
+            float o[3], w[6], lse[3];
+            nwattn_context *ctx = at_context(NWATTN_BACKEND_FUSED, threads);
+            AT_OK(ctx, nwattn_pool(ctx, &sc, NULL, 1, 3, 2, 1, 1, q, 1, 0, k, 1, 0, v, 1, 0,
+                                   o, 1, 0, NULL, 0, 0, lse, 0));
+            for (int i = 0; i < 3; i++)
+                assert_true(o[i] == 3.0f && isfinite(lse[i]));
+            nwattn_context *ref = at_context(NWATTN_BACKEND_REFERENCE, 1);
+            float o_ref[3], lse_ref[3];
+            AT_OK(ref, nwattn_pool(ref, &sc, NULL, 1, 3, 2, 1, 1, q, 1, 0, k, 1, 0, v, 1, 0,
+                                   o_ref, 1, 0, w, 2, 0, lse_ref, 0));
+            for (int i = 0; i < 3; i++)
+                assert_true(fabsf(lse[i] - lse_ref[i]) <= 1e-6f * fabsf(lse_ref[i]));
+            /* 600 keys: a cluster at 1000 and one key at 0; queries between them. */
+            at_rng r = {31 + (uint64_t)threads};
+            float *kk = at_random(&r, 600, 999.0f, 1001.0f), *vv = at_random(&r, 600, -1.0f, 1.0f);
+            kk[300] = 0.0f;
+            float *qq = at_random(&r, 70, 400.0f, 600.0f), *oo = at_filled(70, 0.0f);
+            float *oo_ref = at_filled(70, 0.0f);
+            AT_OK(ctx, nwattn_pool(ctx, &sc, NULL, 1, 70, 600, 1, 1, qq, 1, 0, kk, 1, 0, vv, 1,
+                                   0, oo, 1, 0, NULL, 0, 0, NULL, 0));
+            AT_OK(ref, nwattn_pool(ref, &sc, NULL, 1, 70, 600, 1, 1, qq, 1, 0, kk, 1, 0, vv, 1,
+                                   0, oo_ref, 1, 0, NULL, 0, 0, NULL, 0));
+            for (size_t i = 0; i < 70; i++)
+                assert_true(fabsf(oo[i] - oo_ref[i]) <= 1e-5f);
+            free(kk), free(vv), free(qq), free(oo), free(oo_ref);
+            nwattn_context_destroy(ctx);
+            nwattn_context_destroy(ref);
+        }
+}
+
+/* nwattn_context_set_tiles: refused beyond the limits with the context unchanged; any
+ * override changes results only by rounding (against the derived tiles), never with the
+ * thread count; describe follows snprintf's contract and names the override. */
+static void test_tiles(void **state) {
+    (void)state;
+    nwattn_context *ctx = at_context(NWATTN_BACKEND_FUSED, 1);
+    size_t rows = 99, keys = 99;
+    AT_OK(ctx, nwattn_context_get_tiles(ctx, &rows, &keys));
+    assert_true(rows == 0 && keys == 0);
+    assert_int_equal(nwattn_context_set_tiles(ctx, NWATTN_MAX_TILE_ROWS + 1, 8),
+                     NWATTN_ERR_BAD_PARAMETER);
+    assert_true(strstr(nwattn_context_last_error(ctx), "tiles") != NULL);
+    assert_int_equal(nwattn_context_set_tiles(ctx, 8, NWATTN_MAX_TILE_KEYS + 1),
+                     NWATTN_ERR_BAD_PARAMETER);
+    AT_OK(ctx, nwattn_context_get_tiles(ctx, &rows, &keys));
+    assert_true(rows == 0 && keys == 0);
+    assert_int_equal(nwattn_context_get_tiles(ctx, NULL, &keys), NWATTN_ERR_NULL_POINTER);
+    char line[256], small[10];
+    const size_t len = nwattn_context_describe(ctx, line, sizeof line);
+    assert_true(len > 0 && len == strlen(line) && strstr(line, "simd=") == line);
+    assert_true(nwattn_context_describe(ctx, NULL, 0) == len);
+    assert_true(nwattn_context_describe(ctx, small, sizeof small) == len);
+    assert_true(strlen(small) == sizeof small - 1 && strncmp(small, line, 9) == 0);
+    assert_true(nwattn_context_describe(NULL, line, sizeof line) == 0);
+
+    at_rng r = {41};
+    const size_t m = 70, n = 333;
+    const nwattn_score_kind kinds[] = {NWATTN_SCORE_GAUSSIAN, NWATTN_SCORE_DOT};
+    for (int kind = 0; kind < 2; kind++) {
+        const size_t d = kind == 0 ? 1 : 8;
+        nwattn_score sc = {kinds[kind], 0.35f, 0.4f, NULL};
+        float *q = at_random(&r, m * d, -1.0f, 1.0f), *k = at_random(&r, n * d, -1.0f, 1.0f);
+        float *v = at_random(&r, n, -1.0f, 1.0f), *want = at_filled(m, 0.0f);
+        float *got = at_filled(m, 0.0f), *got2 = at_filled(m, 0.0f);
+        AT_OK(ctx, nwattn_context_set_tiles(ctx, 0, 0));
+        AT_OK(ctx, nwattn_pool(ctx, &sc, NULL, 1, m, n, d, 1, q, d, 0, k, d, 0, v, 1, 0, want,
+                               1, 0, NULL, 0, 0, NULL, 0));
+        static const size_t overrides[][2] = {{1, 1}, {3, 7}, {64, 5000}, {200, 16}, {0, 40}};
+        for (size_t t = 0; t < 5; t++) {
+            AT_OK(ctx, nwattn_context_set_tiles(ctx, overrides[t][0], overrides[t][1]));
+            AT_OK(ctx, nwattn_context_set_threads(ctx, 1));
+            AT_OK(ctx, nwattn_pool(ctx, &sc, NULL, 1, m, n, d, 1, q, d, 0, k, d, 0, v, 1, 0,
+                                   got, 1, 0, NULL, 0, 0, NULL, 0));
+            AT_OK(ctx, nwattn_context_set_threads(ctx, 3));
+            AT_OK(ctx, nwattn_pool(ctx, &sc, NULL, 1, m, n, d, 1, q, d, 0, k, d, 0, v, 1, 0,
+                                   got2, 1, 0, NULL, 0, 0, NULL, 0));
+            for (size_t i = 0; i < m; i++) {
+                assert_true(fabsf(got[i] - want[i]) <= 2e-6f);
+                assert_true(memcmp(&got[i], &got2[i], sizeof(float)) == 0);
+            }
+        }
+        AT_OK(ctx, nwattn_context_describe(ctx, line, sizeof line) > 0 ? NWATTN_OK : NWATTN_ERR_BAD_PARAMETER);
+        assert_true(strstr(line, "override=0x40") != NULL);
+        free(q), free(k), free(v), free(want), free(got), free(got2);
+    }
+    nwattn_context_destroy(ctx);
+}
+
 /* The fused path's working memory is a few tiles, whatever m and n. */
 static void test_workspace_tile_sized(void **state) {
     (void)state;
@@ -368,6 +469,8 @@ int main(void) {
         cmocka_unit_test(test_weights_output),
         cmocka_unit_test(test_threads_same_bits),
         cmocka_unit_test(test_fully_masked_rows),
+        cmocka_unit_test(test_dist1_far_keys),
+        cmocka_unit_test(test_tiles),
         cmocka_unit_test(test_workspace_tile_sized),
         cmocka_unit_test(test_average_pool),
         cmocka_unit_test(test_auto),

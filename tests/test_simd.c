@@ -315,6 +315,97 @@ static void test_dist1(void **state) {
             }
 }
 
+/* The softmax-term exponential through dist1_exp_dot with one Laplace key (u = 0, 1/h = 1,
+ * shift 0: the exponent is exactly -|k|): within NW_VEXP_MAX_ULP over [-86, 0] where the table
+ * has fused multiply-adds (the generic table rounds each product and sum: 4 ulp), exp(-86)
+ * below; sampled, or every float of [-86, 0] with NWATTN_TEST_EXHAUSTIVE=1. */
+static void test_exp_term_ulp(void **state) {
+    (void)state;
+    const nw_simd *t[MAX_TABLES];
+    size_t count = tables(t);
+    const char *exhaustive = getenv("NWATTN_TEST_EXHAUSTIVE");
+    const uint32_t step = exhaustive && strcmp(exhaustive, "1") == 0 ? 1u : 9973u;
+    const uint32_t last = to_bits(-86.0f); /* -0 .. -86: 0x80000000 up to this */
+    for (size_t i = 0; i < count; i++) {
+        const double bound = strcmp(t[i]->name, "generic") == 0 ? 4.0 : NW_VEXP_MAX_ULP;
+        double worst = 0.0;
+        float worst_x = 0.0f;
+        for (uint32_t b = 0x80000000u; b <= last && b >= 0x80000000u; b += step) {
+            const float x = from_bits(b), k = -x, one = 1.0f;
+            float dot;
+            const float y = t[i]->dist1_exp_dot(0, 0.0f, 1.0f, &k, &one, 1, 0.0f, &dot);
+            const double e = ulp_error(x, y);
+            if (e > worst)
+                worst = e, worst_x = x;
+            assert_true(dot == y);
+        }
+        printf("%s: softmax-term exp, worst %.3f ulp at %a\n", t[i]->name, worst,
+               (double)worst_x);
+        assert_true(worst <= bound);
+        static const float below[] = {-86.5f, -1000.0f, -FLT_MAX};
+        for (size_t j = 0; j < 3; j++) {
+            const float k = below[j], one = 1.0f;
+            float dot;
+            const float y = t[i]->dist1_exp_dot(0, 0.0f, 1.0f, &k, &one, 1, 0.0f, &dot);
+            assert_true(y > 4.4e-38f && y < 4.6e-38f);
+        }
+    }
+}
+
+/* dist1_exp_dot against double sums of the same exponents, both kinds, every tail length,
+ * shifted by the keys' largest score (or more): each term within a few ulp, so the sums
+ * within (n + 8) u of the sum of magnitudes; NaN values give a NaN dot only. */
+static void test_dist1_exp_dot(void **state) {
+    (void)state;
+    const nw_simd *t[MAX_TABLES];
+    size_t count = tables(t);
+    tu_rng rng;
+    tu_rng_seed(&rng, 19);
+    for (size_t i = 0; i < count; i++)
+        for (int gaussian = 0; gaussian <= 1; gaussian++)
+            for (size_t n = 1; n <= 70; n++) {
+                float k[70], v[70];
+                for (size_t j = 0; j < n; j++) {
+                    k[j] = tu_rng_range(&rng, -3.0f, 3.0f);
+                    v[j] = tu_rng_range(&rng, -1.0f, 1.0f);
+                }
+                const float u = tu_rng_range(&rng, -4.0f, 4.0f);
+                const float inv_h = tu_rng_range(&rng, 0.3f, 3.0f);
+                float lo, hi; /* the tile range the fused row bounds its scores with */
+                t[i]->range(k, n, &lo, &hi);
+                float want_lo = k[0], want_hi = k[0];
+                for (size_t j = 1; j < n; j++)
+                    want_lo = k[j] < want_lo ? k[j] : want_lo,
+                    want_hi = k[j] > want_hi ? k[j] : want_hi;
+                assert_true(lo == want_lo && hi == want_hi);
+                /* the largest score in the kernel's rounding (nw_dist1_bound's), or above */
+                const float cf = gaussian ? nw_dist1_coefficient(inv_h) : inv_h;
+                float shift = -INFINITY;
+                for (size_t j = 0; j < n; j++) {
+                    const float d = u - k[j], s_j = gaussian ? (d * cf) * d : -fabsf(d) * cf;
+                    shift = s_j > shift ? s_j : shift;
+                }
+                shift += (float)(n % 3);
+                const double c = (double)cf;
+                double sum = 0.0, dot = 0.0, mag = 0.0;
+                for (size_t j = 0; j < n; j++) {
+                    const double d = (double)u - (double)k[j];
+                    const double x = (gaussian ? c * d * d : -fabs(d) * c) - (double)shift;
+                    const double e = x < -86.0 ? exp(-86.0) : exp(x);
+                    sum += e, dot += e * (double)v[j], mag += e * fabs((double)v[j]);
+                }
+                float got_dot;
+                const float got = t[i]->dist1_exp_dot(gaussian, u, inv_h, k, v, n, shift, &got_dot);
+                /* the exponent's two roundings (relative to |x| <= 40 here) and 2 ulp */
+                const double rel = (double)(n + 8) * TU_U + 2.0 * 40.0 * TU_U;
+                assert_true(fabs((double)got - sum) <= rel * sum + 1e-37);
+                assert_true(fabs((double)got_dot - dot) <= rel * mag + 1e-37);
+                v[n / 2] = NAN;
+                const float same = t[i]->dist1_exp_dot(gaussian, u, inv_h, k, v, n, shift, &got_dot);
+                assert_true(same == got && isnan(got_dot));
+            }
+}
+
 static void test_dot(void **state) {
     (void)state;
     const nw_simd *t[MAX_TABLES];
@@ -350,7 +441,8 @@ int main(void) {
         cmocka_unit_test(test_exp_ulp),        cmocka_unit_test(test_exp_special),
         cmocka_unit_test(test_exp_sum_lengths), cmocka_unit_test(test_exp_sum_dot),
         cmocka_unit_test(test_max),
-        cmocka_unit_test(test_dist1),          cmocka_unit_test(test_dot),
+        cmocka_unit_test(test_dist1),          cmocka_unit_test(test_exp_term_ulp),
+        cmocka_unit_test(test_dist1_exp_dot),  cmocka_unit_test(test_dot),
         cmocka_unit_test(test_select),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -263,6 +263,9 @@ declare({
     "nwattn_context_get_nw_method": (c_int, (ctx_p,)),
     "nwattn_context_set_nw_tolerance": (status_t, (ctx_p, ctypes.c_double)),
     "nwattn_context_get_nw_tolerance": (ctypes.c_double, (ctx_p,)),
+    "nwattn_context_set_tiles": (status_t, (ctx_p, S, S)),
+    "nwattn_context_get_tiles": (status_t, (ctx_p, ctypes.POINTER(S), ctypes.POINTER(S))),
+    "nwattn_context_describe": (S, (ctx_p, c_char_p, S)),
     "nwattn_pool_partial": (
         status_t, (ctx_p, score_p, mask_p, S, S, S, S, S, S, *M, *M, *M, state_p)),
     "nwattn_pool_state_merge": (status_t, (ctx_p, S, S, S, state_p, state_p)),

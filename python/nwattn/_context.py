@@ -131,6 +131,32 @@ class Context:
               "nwattn_context_set_nw_tolerance")
 
     @property
+    def tiles(self):
+        """The fused path's tile override as ``(rows, keys)`` (``nwattn_context_get_tiles`` /
+        ``_set_tiles``; 0 = derived from the caches, the default ``(0, 0)``)."""
+        rows, keys = ctypes.c_size_t(), ctypes.c_size_t()
+        handle = self.handle
+        check(C.nwattn_context_get_tiles(handle, ctypes.byref(rows), ctypes.byref(keys)), handle,
+              "nwattn_context_get_tiles")
+        return rows.value, keys.value
+
+    @tiles.setter
+    def tiles(self, value):
+        rows, keys = value
+        rows, keys = _capi.size(rows, "tile rows"), _capi.size(keys, "tile keys")
+        handle = self.handle
+        check(C.nwattn_context_set_tiles(handle, rows, keys), handle, "nwattn_context_set_tiles")
+
+    def describe(self):
+        """One line on what the context runs on: vector kernels, caches, tile sizes
+        (``nwattn_context_describe``)."""
+        handle = self.handle
+        size = C.nwattn_context_describe(handle, None, 0) + 1
+        buf = ctypes.create_string_buffer(size)
+        C.nwattn_context_describe(handle, buf, size)
+        return buf.value.decode()
+
+    @property
     def threads(self):
         """Worker threads for the fused pooling (``nwattn_context_get_threads`` /
         ``_set_threads``; 1 to ``MAX_THREADS``, default 1)."""

@@ -23,6 +23,25 @@ def test_backend_round_trip():
     assert nwattn.Context("blas").backend == Backend.BLAS
 
 
+def test_tiles_and_describe(rng):
+    x = rng.uniform(0, 5, (300, 1)).astype(np.float32)
+    y = rng.uniform(-1, 1, (300, 1)).astype(np.float32)
+    with nwattn.Context("fused") as ctx:
+        assert ctx.tiles == (0, 0)
+        line = ctx.describe()
+        assert line.startswith("simd=") and "l1d=" in line and "override=0x0" in line
+        want = nwattn.pool(x, x, y, score="gaussian", bandwidth=0.5, ctx=ctx)
+        ctx.tiles = (3, 7)
+        assert ctx.tiles == (3, 7) and "override=3x7" in ctx.describe()
+        got = nwattn.pool(x, x, y, score="gaussian", bandwidth=0.5, ctx=ctx)
+        np.testing.assert_allclose(got, want, rtol=0, atol=2e-6)
+        with pytest.raises(nwattn.NWAttnError, match="tiles"):
+            ctx.tiles = (5000, 1)
+        with pytest.raises((ValueError, OverflowError)):
+            ctx.tiles = (2**64, 1)
+        assert ctx.tiles == (3, 7)
+
+
 def test_unknown_backend():
     with nwattn.Context() as ctx:
         with pytest.raises(ValueError, match="unknown backend"):

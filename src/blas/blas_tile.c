@@ -134,15 +134,19 @@ static int fast_row(const unit *u, size_t r) {
            u->row[r].max != INFINITY;
 }
 
+/* Whether the mask keeps every key j0 .. j0+cols-1 of the row. */
+static int plain_tile(const nw_mask_row *row, size_t j0, size_t cols) {
+    return row->keep == NULL && j0 + cols <= row->limit &&
+           (row->excluded < j0 || row->excluded >= j0 + cols);
+}
+
 /* Sets the masked scores of keys j0 .. j0+cols-1 to -INFINITY and returns the maximum
  * (-INFINITY if none is live; NaN never wins a comparison, it propagates through the
  * exponentials instead). */
 static float mask_row(const nw_simd *simd, const nw_mask_row *row, size_t j0, size_t cols,
                       float *s) {
     float max = -INFINITY;
-    const int plain = row->keep == NULL && j0 + cols <= row->limit &&
-                      (row->excluded < j0 || row->excluded >= j0 + cols);
-    if (plain) /* +inf wins here, and sends the row to the general path */
+    if (plain_tile(row, j0, cols)) /* +inf wins here, and sends the row to the general path */
         return simd->max(s, cols);
     for (size_t j = 0; j < cols; j++) {
         size_t key = j0 + j;
@@ -203,6 +207,40 @@ static int dot_row(const unit *u, size_t r, size_t j0, size_t cols, float *s) {
     const float alpha = nw_row_rescalef(row, tile_max);
     float dot;
     nw_row_add(row, (double)a->simd->exp_sum_dot(s, cols, (float)row->max, u->v + j0, &dot));
+    float *acc = u->acc + r * a->ldo;
+    acc[0] = acc[0] * alpha + dot;
+    return 1;
+}
+
+/* The one-dimensional distance row (score.h dist1: d = 1, direct scores, one contiguous value
+ * per key) on a tile the mask keeps whole, whose keys lie within [lo, hi]: one pass of simd.h
+ * dist1_exp_dot shifted by the tile's bound on the row's scores (nw_dist1_bound: exact when
+ * the query lies outside the keys' range, 0 inside), nothing stored. A bound far above every
+ * score would leave the row's sum resting on tiny terms: below 2^-40 the tile is done again
+ * with its exact maximum (dist1, through s), so that the dropped terms (simd.h) stay below
+ * 2^-84 of the row's largest. Returns 0 (nothing done) when the row needs the other paths. */
+static int dist1_row(const unit *u, size_t r, size_t j0, size_t cols, float lo, float hi,
+                     float *s) {
+    const nw_pool_args *a = u->a;
+    if (!plain_tile(&u->mask_rows[r], j0, cols))
+        return 0;
+    const nw_simd *simd = a->simd;
+    const int gaussian = a->score.desc->dist1 == NW_DIST1_GAUSSIAN;
+    const float q = u->q[r * a->ldq], inv_h = u->scratch[0]; /* prepare_rows: 1/h */
+    /* The Gaussian's d · c must stay finite (row_fast bounded d / h, not d / h^2). */
+    if (gaussian && !((fabs((double)q) + u->info->max_abs) * fabs((double)nw_dist1_coefficient(inv_h)) <= FLT_MAX))
+        return 0;
+    const float *v = u->v + j0;
+    nw_row *row = &u->row[r];
+    const nw_row before = *row;
+    float alpha = nw_row_rescalef(row, nw_dist1_bound(gaussian, q, inv_h, lo, hi));
+    float dot, sum = simd->dist1_exp_dot(gaussian, q, inv_h, u->kp, v, cols, (float)row->max, &dot);
+    if (row->sum + (double)sum < 0x1p-40) {
+        *row = before;
+        alpha = nw_row_rescalef(row, simd->dist1(gaussian, q, inv_h, u->kp, cols, s));
+        sum = simd->dist1_exp_dot(gaussian, q, inv_h, u->kp, v, cols, (float)row->max, &dot);
+    }
+    nw_row_add(row, (double)sum);
     float *acc = u->acc + r * a->ldo;
     acc[0] = acc[0] * alpha + dot;
     return 1;
@@ -288,12 +326,19 @@ static void run_unit(const nw_tiled_plan *plan, size_t index, size_t worker) {
      * row is in cache (a one-column sgemm is several times slower than that). */
     const int dot_values = a->dv == 1 && a->ldv == 1;
     const int direct = is_direct(&u);
+    const int dist1 = dot_values && a->d == 1 && direct && a->score.desc->dist1 &&
+                      u.info->finite && u.scale == 1.0;
     for (size_t j0 = 0; j0 < keys; j0 += u.bn) {
         const size_t cols = min_size(u.bn, keys - j0);
         score_tile(&u, j0, cols, u.s, u.bn, 0);
+        float lo = 0.0f, hi = 0.0f;
+        if (dist1)
+            a->simd->range(u.kp, cols, &lo, &hi);
         for (size_t r = 0; r < u.rows; r++) {
             float *s = u.s + r * u.bn;
             float alpha;
+            if (dist1 && fast_row(&u, r) && dist1_row(&u, r, j0, cols, lo, hi, s))
+                continue;
             if (direct && !u.exact[r] && u.info->finite)
                 score_row(&u, r, cols, s);
             if (dot_values && fast_row(&u, r) && dot_row(&u, r, j0, cols, s))

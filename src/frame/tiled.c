@@ -2,25 +2,14 @@
  * workers. */
 #include "threads.h"
 #include "tiled.h"
+#include "tiles.h"
 
 static size_t min_size(size_t a, size_t b) { return a < b ? a : b; }
 static size_t max_size(size_t a, size_t b) { return a > b ? a : b; }
 
-/* Tiles of 64 query rows by as many keys as keep each product within NW_TILE_MNK (at least
- * 16, at most 256); with very wide rows the query block shrinks as well. */
-static void tile_sizes(const nw_pool_args *a, size_t *bm, size_t *bn) {
-    const size_t width = max_size(max_size(a->d, a->dv), 1);
-    size_t rows = 64;
-    size_t keys = NW_TILE_MNK / rows / width;
-    if (keys > 256)
-        keys = 256;
-    if (keys < 16) {
-        keys = 16;
-        rows = max_size(NW_TILE_MNK / keys / width, 1);
-        rows = min_size(rows, 64);
-    }
-    *bm = min_size(rows, a->m);
-    *bn = max_size(min_size(keys, a->n), 1);
+/* The one-pass 1-D row of blas_tile.c (dist1_row) runs where these hold. */
+static int one_pass_rows(const nw_pool_args *a) {
+    return a->d == 1 && a->dv == 1 && a->ldv == 1 && a->score.desc->dist1;
 }
 
 int nw_tile_piece(size_t *total, size_t count, size_t elem) {
@@ -37,7 +26,7 @@ static void plan_init(nw_tiled_plan *plan, const nw_tile_provider *provider,
     plan->scratch = NULL;
     plan->item = NULL;
     plan->info_store = NULL;
-    tile_sizes(a, &plan->bm, &plan->bn);
+    nw_tile_shape(a->tiles, a->m, a->n, a->d, a->dv, one_pass_rows(a), &plan->bm, &plan->bn);
     plan->blocks = plan->bm > 0 ? (a->m + plan->bm - 1) / plan->bm : 0;
     plan->items = a->batch * a->heads; /* <= batch·heads·m, which the checks bounded */
     plan->unit_bytes = provider->unit_bytes(a, plan->bm, plan->bn);

@@ -58,7 +58,19 @@ typedef struct nw_score_desc {
     size_t row_direct_max_d;
     /* Every score is 0 (uniform weights): the pooling may compute one row and copy it. */
     int constant;
+    /* A distance kind whose d = 1 direct scores are simd.h's dist1 (NW_DIST1_GAUSSIAN or
+     * NW_DIST1_LAPLACE): the fused path's one-pass row (simd.h dist1_exp_dot); 0 otherwise. */
+    int dist1;
 } nw_score_desc;
+
+enum { NW_DIST1_LAPLACE = 1, NW_DIST1_GAUSSIAN = 2 };
+
+/* The largest score of query u against keys within [lo, hi] (finite, lo <= hi) as simd.h's
+ * dist1_exp_dot rounds its term exponents, before the shift: 0 when u lies inside; outside,
+ * the score of the nearer end, which every key's is below (each step rounds monotonically in
+ * |u - k|; the kernel's last fused step is rounded once more, so its exponents can exceed 0
+ * by an ulp of the bound, which is harmless). */
+float nw_dist1_bound(int gaussian, float u, float inv_h, float lo, float hi);
 
 extern const nw_score_desc nw_score_dot, nw_score_gaussian, nw_score_laplace, nw_score_cosine,
     nw_score_uniform;

@@ -173,6 +173,13 @@ static void direct_row(int gaussian, size_t n, size_t d, const float *restrict q
             s[j] = -sqrtf(s[j]);
 }
 
+float nw_dist1_bound(int gaussian, float u, float inv_h, float lo, float hi) {
+    if (u >= lo && u <= hi)
+        return 0.0f;
+    const float d = u - (u < lo ? lo : hi); /* the nearer end: every step below is monotone */
+    return gaussian ? (d * nw_dist1_coefficient(inv_h)) * d : -fabsf(d) * inv_h;
+}
+
 void nw_distance_block(int gaussian, const nw_keys_info *info, const nw_simd *simd, size_t m,
                        size_t n, size_t d, const float *q, size_t ldq, const float *qs,
                        const float *kp, float *t, size_t ldt) {

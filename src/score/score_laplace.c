@@ -34,4 +34,5 @@ const nw_score_desc nw_score_laplace = {
     .block = block,
     .scale = scale,
     .row_direct_max_d = 1,
+    .dist1 = NW_DIST1_LAPLACE,
 };

@@ -41,9 +41,24 @@ typedef struct nw_simd {
      * (gaussian) or -|t| (Laplace), rounded exactly as nw_distance_scores_1d rounds them (no
      * expansion, no cancellation); returns their maximum. */
     float (*dist1)(int gaussian, float u, float inv_h, const float *k, size_t n, float *s);
+    /* The one-dimensional row of the fused pooling in one pass, nothing stored: with d_j =
+     * u - k[j] and the term exponent x_j = c d_j^2 - shift (Gaussian; c = nw_dist1_coefficient
+     * (inv_h), one product then one fused multiply-add) or x_j = -|d_j| inv_h - shift (Laplace,
+     * one fused multiply-add), returns sum_j exp(x_j) and sets *dot = sum_j exp(x_j) v[j], in
+     * float lanes (a tile of keys). shift is at least the largest score (x_j <= 0 up to the
+     * last rounding: nw_dist1_bound). The exponentials are simd_map.h's nw_exp_term: within
+     * 2 ulp, and x_j < -86 counts as -86 (4.5e-38; the caller keeps the row's sum above 2^-40,
+     * so such a term changes it by less than 2^-84 relative); v may hold anything. */
+    float (*dist1_exp_dot)(int gaussian, float u, float inv_h, const float *k, const float *v,
+                           size_t n, float shift, float *dot);
+    /* *lo and *hi = the smallest and largest of x[0 .. n-1]; n > 0, no NaN. */
+    void (*range)(const float *x, size_t n, float *lo, float *hi);
     /* sum_j x[j] y[j], accumulated in float lanes. */
     float (*dot)(const float *x, const float *y, size_t n);
 } nw_simd;
+
+/* c = -inv_h^2 / 2 in float, as dist1_exp_dot and nw_dist1_bound round it. */
+static inline float nw_dist1_coefficient(float inv_h) { return (-0.5f * inv_h) * inv_h; }
 
 /* One table per level of cpu.h, all written once over the mapping layer (simd_map.h,
  * vexp_impl.h); NWATTN_SIMD_LEVEL (build option NWATTN_SIMD) says which are compiled in. */

@@ -6,6 +6,19 @@
  * result rounds to +0 (exp(-105) < 2^-150); above, 2^n overflows to +inf. */
 #define NW_VEXP_LO (-105.0f)
 #define NW_VEXP_HI 88.8f
+/* The softmax-term exponential (simd_map.h nw_exp_term, simd.h dist1_exp_dot), for x <= 0:
+ * inputs below NW_VEXP_TERM_LO count as NW_VEXP_TERM_LO (exp(-86) = 4.5e-38), so that 2^n is
+ * normal and comes from the bits of x / ln 2 + NW_VEXP_TERM_MAGIC (1.5 · 2^23 + 127: the
+ * addition rounds to an integer and leaves n + 127 in the low bits); the polynomial is
+ * optimized-routines' degree-5 expf polynomial (Arm, MIT licence), by Horner's rule:
+ * exp(r) ~ 1 + r (T4 + r (T3 + r (T2 + r (T1 + r T0)))). */
+#define NW_VEXP_TERM_LO (-86.0f)
+#define NW_VEXP_TERM_MAGIC 12583039.0f
+#define NW_VEXP_T0 0x1.0e4020p-7f
+#define NW_VEXP_T1 0x1.573e2ep-5f
+#define NW_VEXP_T2 0x1.555e66p-3f
+#define NW_VEXP_T3 0x1.fffdb6p-2f
+#define NW_VEXP_T4 0x1.ffffecp-1f
 #define NW_VEXP_LOG2E 1.44269504088896341f
 /* ln 2 = C1 + C2, C1 with 9 significant bits so that n · C1 is exact for |n| <= 151. */
 #define NW_VEXP_C1 0.693359375f

@@ -192,6 +192,22 @@ static void fuzz_context(at_src *src) {
         else
             check(!(e >= 1e-15 && e <= 1e-2) && nwattn_context_get_nw_tolerance(c) == before_e,
                   "valid tolerance refused, or a refused one changed the context");
+        size_t before_rows, before_keys, rows, keys;
+        check(nwattn_context_get_tiles(c, &before_rows, &before_keys) == NWATTN_OK,
+              "tile override not readable");
+        const size_t tr = at_src_chance(src, 70) ? at_src_below(src, 300) : (size_t)at_src_u64(src);
+        const size_t tk = at_src_chance(src, 70) ? at_src_below(src, 5000) : (size_t)at_src_u64(src);
+        const int tiles_ok = tr <= NWATTN_MAX_TILE_ROWS && tk <= NWATTN_MAX_TILE_KEYS;
+        check((nwattn_context_set_tiles(c, tr, tk) == NWATTN_OK) == tiles_ok,
+              "tile sizes refused within the limits, or accepted beyond them");
+        check(nwattn_context_get_tiles(c, &rows, &keys) == NWATTN_OK &&
+                  (tiles_ok ? rows == tr && keys == tk
+                            : rows == before_rows && keys == before_keys),
+              "tile override not what was set, or a refused one changed the context");
+        char line[8];
+        const size_t need = nwattn_context_describe(c, line, sizeof line);
+        check(need > 0 && strlen(line) == (need < sizeof line ? need : sizeof line - 1),
+              "describe not truncated like snprintf");
         if (at_src_chance(src, 30)) {
             nwattn_context_release_workspace(c);
             check(nwattn_context_workspace_bytes(c) == 0, "workspace held after release");
