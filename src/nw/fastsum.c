@@ -78,9 +78,8 @@ static double gap(const nw_fastsum *fs, size_t j) { return (fs->x[j] - fs->x[j -
 /* next = e^{-δ} T_δ(prev) + c_j e_0 (prev and next may not alias); decay = e^{-δ}. The
  * recursions' inner step: one copy per K (inlined, so that its loops unroll), chosen by one
  * predictable switch per point instead of a call per vector. */
-static inline void step_k(const nw_fastsum *fs, size_t K, double delta, double decay,
+static inline void step_k(const nw_fastsum *fs, size_t v, size_t K, double delta, double decay,
                           const double *prev, size_t j, double *next) {
-    const size_t v = fs->v;
     if (decay > 0.0) {
         double pw[NW_FS_KMAX], in[NW_FS_KMAX];
         pw[0] = 1.0;
@@ -115,7 +114,7 @@ static inline double *forward_k(const nw_fastsum *fs, size_t K, size_t s, size_t
     for (size_t j = s; j < e; j++) {
         const double *prev = buf + (ring ? (j - s) & 1 : j - s) * vk;
         next = buf + (ring ? (j - s + 1) & 1 : j - s + 1) * vk;
-        step_k(fs, K, j > 0 ? gap(fs, j) : INFINITY, fs->decay[j], prev, j, next);
+        step_k(fs, fs->v, K, j > 0 ? gap(fs, j) : INFINITY, fs->decay[j], prev, j, next);
     }
     return next;
 }
@@ -129,13 +128,68 @@ static inline double *backward_k(const nw_fastsum *fs, size_t K, size_t s, size_
     for (size_t j = e; j-- > s;) {
         const double *prev = buf + (ring ? (j - s + 1) & 1 : j - s + 1) * vk;
         next = buf + (ring ? (j - s) & 1 : j - s) * vk;
-        step_k(fs, K, j + 1 < n ? gap(fs, j + 1) : INFINITY, j + 1 < n ? fs->decay[j + 1] : 0.0,
+        step_k(fs, fs->v, K, j + 1 < n ? gap(fs, j + 1) : INFINITY, j + 1 < n ? fs->decay[j + 1] : 0.0,
                prev, j, next);
     }
     return next;
 }
 
+/* The passes for v == 2 (one y column, the common case) with both sizes known: the running
+ * sums stay in registers instead of going through memory at every point (the chain of
+ * dependent steps was the passes' cost); keep: every step's sums also stored, as forward_k and
+ * backward_k store them. The same arithmetic: the same sums to the last bit. Without keep the
+ * result is left in slot 0 and backward reads R_e from slot (e - s) % 2 as backward_k does. */
+static inline double *forward2_k(const nw_fastsum *fs, size_t K, size_t s, size_t e,
+                                 double *buf, int keep) {
+    double cur[2 * NW_FS_KMAX], nxt[2 * NW_FS_KMAX];
+    for (size_t i = 0; i < 2 * K; i++)
+        cur[i] = buf[i];
+    for (size_t j = s; j < e; j++) {
+        step_k(fs, 2, K, j > 0 ? gap(fs, j) : INFINITY, fs->decay[j], cur, j, nxt);
+        for (size_t i = 0; i < 2 * K; i++)
+            cur[i] = nxt[i];
+        if (keep)
+            for (size_t i = 0; i < 2 * K; i++)
+                buf[(j - s + 1) * 2 * K + i] = nxt[i];
+    }
+    if (keep)
+        return buf + (e - s) * 2 * K;
+    for (size_t i = 0; i < 2 * K; i++)
+        buf[i] = cur[i];
+    return buf;
+}
+
+static inline double *backward2_k(const nw_fastsum *fs, size_t K, size_t s, size_t e,
+                                  double *buf, int keep) {
+    const size_t n = fs->n;
+    double cur[2 * NW_FS_KMAX], nxt[2 * NW_FS_KMAX];
+    for (size_t i = 0; i < 2 * K; i++)
+        cur[i] = buf[(keep ? e - s : (e - s) & 1) * 2 * K + i];
+    for (size_t j = e; j-- > s;) {
+        step_k(fs, 2, K, j + 1 < n ? gap(fs, j + 1) : INFINITY, j + 1 < n ? fs->decay[j + 1] : 0.0,
+               cur, j, nxt);
+        for (size_t i = 0; i < 2 * K; i++)
+            cur[i] = nxt[i];
+        if (keep)
+            for (size_t i = 0; i < 2 * K; i++)
+                buf[(j - s) * 2 * K + i] = nxt[i];
+    }
+    for (size_t i = 0; i < 2 * K; i++)
+        buf[i] = cur[i];
+    return buf;
+}
+
 static double *forward(const nw_fastsum *fs, size_t s, size_t e, double *buf, int ring) {
+    if (fs->v == 2)
+        switch (fs->k1) {
+#define NW_FS_CASE(K)                                                                              \
+    case K:                                                                                        \
+        return forward2_k(fs, K, s, e, buf, !ring);
+            NW_FS_EACH_K(NW_FS_CASE)
+#undef NW_FS_CASE
+        default:
+            break;
+        }
     switch (fs->k1) {
 #define NW_FS_CASE(K)                                                                              \
     case K:                                                                                        \
@@ -148,6 +202,16 @@ static double *forward(const nw_fastsum *fs, size_t s, size_t e, double *buf, in
 }
 
 static double *backward(const nw_fastsum *fs, size_t s, size_t e, double *buf, int ring) {
+    if (fs->v == 2)
+        switch (fs->k1) {
+#define NW_FS_CASE(K)                                                                              \
+    case K:                                                                                        \
+        return backward2_k(fs, K, s, e, buf, !ring);
+            NW_FS_EACH_K(NW_FS_CASE)
+#undef NW_FS_CASE
+        default:
+            break;
+        }
     switch (fs->k1) {
 #define NW_FS_CASE(K)                                                                              \
     case K:                                                                                        \
