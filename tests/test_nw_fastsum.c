@@ -3,6 +3,8 @@
  * (LAPLACE, MATERN32, MATERN52), local constant and linear, on random, clustered, duplicated
  * and adversarial data (n = 1, 2, 3, ties, x ~ 1e6 with spread 1, h from 1e-6 to 1e6 × the
  * spread); forcing and refusing each method. */
+#include <string.h>
+
 #include "nw_test.h"
 
 /* The Laplace family (exact), then the Gaussian (within its bound: set to 1e-12 where it is
@@ -369,6 +371,48 @@ static void test_threads_same_bits(void **state) {
     free(x), free(y);
 }
 
+/* The fitted values (queries = the training x, the same array: the data's own order) equal
+ * bit for bit the predictions at a reversed copy (the query sort), for 1 and 3 threads, on tied
+ * data spanning several blocks; and they match the REFERENCE. */
+static void test_fitted_same_bits(void **state) {
+    (void)state;
+    nwattn_rng rng;
+    nwattn_rng_seed(&rng, 23);
+    const size_t n = nt_small_shapes() ? 300 : 700; /* 300: still two blocks of 256 */
+    const float h = 0.1f;
+    float *x = nt_alloc(n * sizeof(float)), *y = nt_alloc(n * sizeof(float));
+    float *xr = nt_alloc(n * sizeof(float)), *fit = nt_alloc(n * sizeof(float));
+    float *rev = nt_alloc(n * sizeof(float)), *ref_fit = nt_alloc(n * sizeof(float));
+    make_data(2, n, &rng, x, y);
+    for (size_t j = 0; j < n; j++)
+        xr[j] = x[n - 1 - j];
+    nwattn_context *ref = nt_context(NWATTN_BACKEND_REFERENCE);
+    const nwattn_kernel kernels[] = {NWATTN_KERNEL_LAPLACE, NWATTN_KERNEL_GAUSSIAN};
+    for (size_t k = 0; k < 2; k++)
+        for (int degree = 0; degree < 2; degree++) {
+            nwattn_regression model = {kernels[k], (nwattn_degree)degree, 0};
+            NT_ASSERT_OK(ref, nwattn_nw_predict(ref, &model, &h, n, n, 1, 1, x, 1, x, 1, y, 1,
+                                                ref_fit, 1, NULL, 0, NULL, NULL));
+            for (size_t t = 1; t <= 3; t += 2) {
+                nwattn_context *fs = method_context(NWATTN_NW_METHOD_FASTSUM, t);
+                NT_ASSERT_OK(fs, nwattn_nw_predict(fs, &model, &h, n, n, 1, 1, x, 1, x, 1, y, 1,
+                                                   fit, 1, NULL, 0, NULL, NULL));
+                NT_ASSERT_OK(fs, nwattn_nw_predict(fs, &model, &h, n, n, 1, 1, xr, 1, x, 1, y, 1,
+                                                   rev, 1, NULL, 0, NULL, NULL));
+                for (size_t j = 0; j < n; j++) {
+                    if (memcmp(&fit[j], &rev[n - 1 - j], sizeof(float)) != 0)
+                        fail_msg("kernel %d deg %d threads %zu row %zu: %.9g vs %.9g",
+                                 (int)kernels[k], degree, t, j, (double)fit[j],
+                                 (double)rev[n - 1 - j]);
+                    nt_close("fitted values", j, fit[j], ref_fit[j], 4e-6, 4e-6);
+                }
+                nwattn_context_destroy(fs);
+            }
+        }
+    nwattn_context_destroy(ref);
+    free(x), free(y), free(xr), free(fit), free(rev), free(ref_fit);
+}
+
 /* The Gaussian's stated bound, at loose tolerances where it is visible: for the local
  * constant estimate B / S with |dB| <= eps max|y| S and |dS| <= eps S, the prediction is
  * within 2 eps max|y| (+ float rounding) of the exact one. The bound must hold and, at
@@ -478,6 +522,7 @@ int main(void) {
         cmocka_unit_test(test_select_matches_reference),
         cmocka_unit_test(test_forcing),
         cmocka_unit_test(test_threads_same_bits),
+        cmocka_unit_test(test_fitted_same_bits),
         cmocka_unit_test(test_gauss_bound),
         cmocka_unit_test(test_gauss_cv_bound),
     };

@@ -122,14 +122,14 @@ nwattn_status nw_query_plan(nwattn_context *ctx, const nw_model *mod, size_t m, 
 }
 
 /* nw_query_plan for the fast sums: the plan with its fast-sum part, then the queries' order
- * (m + 3 (blocks + 1) size_t) in *scratch. */
+ * and blocks (nw_fs_predict_scratch) in *scratch. */
 static nwattn_status fastsum_plan(nwattn_context *ctx, const nw_model *mod, size_t m, size_t n,
                                   const float *x, size_t ldx, const float *y, size_t ldy,
                                   const float *bandwidths, nw_plan *plan, size_t **scratch) {
     const size_t threads = ctx->workers.threads, units = nw_units(m);
     size_t bytes = nw_plan_bytes(mod, NW_PATH_FASTSUM, n, threads, units), order = 0;
     if (bytes == SIZE_MAX || !nw_add(bytes, sizeof(size_t) - 1, &bytes) ||
-        !nw_add(m, 3 * (n / NW_FS_BLOCK + 2), &order) || !nw_mul(order, sizeof(size_t), &order) ||
+        !nw_fs_predict_scratch(n, m, &order) || !nw_mul(order, sizeof(size_t), &order) ||
         !nw_add(bytes / sizeof(size_t) * sizeof(size_t), order, &bytes))
         return nw_fail(ctx, NWATTN_ERR_OVERFLOW, "working memory for n = %zu overflows", n);
     void *mem;

@@ -78,9 +78,8 @@ static double gap(const nw_fastsum *fs, size_t j) { return (fs->x[j] - fs->x[j -
 /* next = e^{-δ} T_δ(prev) + c_j e_0 (prev and next may not alias); decay = e^{-δ}. The
  * recursions' inner step: one copy per K (inlined, so that its loops unroll), chosen by one
  * predictable switch per point instead of a call per vector. */
-static inline void step_k(const nw_fastsum *fs, size_t K, double delta, double decay,
+static inline void step_k(const nw_fastsum *fs, size_t v, size_t K, double delta, double decay,
                           const double *prev, size_t j, double *next) {
-    const size_t v = fs->v;
     if (decay > 0.0) {
         double pw[NW_FS_KMAX], in[NW_FS_KMAX];
         pw[0] = 1.0;
@@ -104,17 +103,123 @@ static inline void step_k(const nw_fastsum *fs, size_t K, double delta, double d
         next[a * K] += fs->c[a * fs->n + j];
 }
 
-static void step(const nw_fastsum *fs, double delta, double decay, const double *prev, size_t j,
-                 double *next) {
+/* The forward steps j = s .. e-1: buf[(j - s + 1)·vk] = L_j from buf[(j - s)·vk] (buf[0] =
+ * L_{s-1}); ring: two slots only (slot (j - s + 1) % 2), for the passes that keep no sums. One
+ * copy per K, the step inlined into its loop (a call and a switch per point were a fifth of a
+ * CV evaluation). Returns the last sums. */
+static inline double *forward_k(const nw_fastsum *fs, size_t K, size_t s, size_t e, double *buf,
+                                int ring) {
+    const size_t vk = fs->v * K;
+    double *next = buf;
+    for (size_t j = s; j < e; j++) {
+        const double *prev = buf + (ring ? (j - s) & 1 : j - s) * vk;
+        next = buf + (ring ? (j - s + 1) & 1 : j - s + 1) * vk;
+        step_k(fs, fs->v, K, j > 0 ? gap(fs, j) : INFINITY, fs->decay[j], prev, j, next);
+    }
+    return next;
+}
+
+/* The backward steps j = e-1 .. s: buf[(j - s)·vk] = R_j from buf[(j - s + 1)·vk] (buf[(e -
+ * s)·vk] = R_e); ring: slots (j - s) % 2, R_e in slot (e - s) % 2. */
+static inline double *backward_k(const nw_fastsum *fs, size_t K, size_t s, size_t e, double *buf,
+                                 int ring) {
+    const size_t vk = fs->v * K, n = fs->n;
+    double *next = buf + (ring ? (e - s) & 1 : e - s) * vk;
+    for (size_t j = e; j-- > s;) {
+        const double *prev = buf + (ring ? (j - s + 1) & 1 : j - s + 1) * vk;
+        next = buf + (ring ? (j - s) & 1 : j - s) * vk;
+        step_k(fs, fs->v, K, j + 1 < n ? gap(fs, j + 1) : INFINITY, j + 1 < n ? fs->decay[j + 1] : 0.0,
+               prev, j, next);
+    }
+    return next;
+}
+
+/* The passes for v == 2 (one y column, the common case) with both sizes known: the running
+ * sums stay in registers instead of going through memory at every point (the chain of
+ * dependent steps was the passes' cost); keep: every step's sums also stored, as forward_k and
+ * backward_k store them. The same arithmetic: the same sums to the last bit. Without keep the
+ * result is left in slot 0 and backward reads R_e from slot (e - s) % 2 as backward_k does. */
+static inline double *forward2_k(const nw_fastsum *fs, size_t K, size_t s, size_t e,
+                                 double *buf, int keep) {
+    double cur[2 * NW_FS_KMAX], nxt[2 * NW_FS_KMAX];
+    for (size_t i = 0; i < 2 * K; i++)
+        cur[i] = buf[i];
+    for (size_t j = s; j < e; j++) {
+        step_k(fs, 2, K, j > 0 ? gap(fs, j) : INFINITY, fs->decay[j], cur, j, nxt);
+        for (size_t i = 0; i < 2 * K; i++)
+            cur[i] = nxt[i];
+        if (keep)
+            for (size_t i = 0; i < 2 * K; i++)
+                buf[(j - s + 1) * 2 * K + i] = nxt[i];
+    }
+    if (keep)
+        return buf + (e - s) * 2 * K;
+    for (size_t i = 0; i < 2 * K; i++)
+        buf[i] = cur[i];
+    return buf;
+}
+
+static inline double *backward2_k(const nw_fastsum *fs, size_t K, size_t s, size_t e,
+                                  double *buf, int keep) {
+    const size_t n = fs->n;
+    double cur[2 * NW_FS_KMAX], nxt[2 * NW_FS_KMAX];
+    for (size_t i = 0; i < 2 * K; i++)
+        cur[i] = buf[(keep ? e - s : (e - s) & 1) * 2 * K + i];
+    for (size_t j = e; j-- > s;) {
+        step_k(fs, 2, K, j + 1 < n ? gap(fs, j + 1) : INFINITY, j + 1 < n ? fs->decay[j + 1] : 0.0,
+               cur, j, nxt);
+        for (size_t i = 0; i < 2 * K; i++)
+            cur[i] = nxt[i];
+        if (keep)
+            for (size_t i = 0; i < 2 * K; i++)
+                buf[(j - s) * 2 * K + i] = nxt[i];
+    }
+    for (size_t i = 0; i < 2 * K; i++)
+        buf[i] = cur[i];
+    return buf;
+}
+
+static double *forward(const nw_fastsum *fs, size_t s, size_t e, double *buf, int ring) {
+    if (fs->v == 2)
+        switch (fs->k1) {
+#define NW_FS_CASE(K)                                                                              \
+    case K:                                                                                        \
+        return forward2_k(fs, K, s, e, buf, !ring);
+            NW_FS_EACH_K(NW_FS_CASE)
+#undef NW_FS_CASE
+        default:
+            break;
+        }
     switch (fs->k1) {
 #define NW_FS_CASE(K)                                                                              \
     case K:                                                                                        \
-        step_k(fs, K, delta, decay, prev, j, next);                                                \
-        return;
+        return forward_k(fs, K, s, e, buf, ring);
         NW_FS_EACH_K(NW_FS_CASE)
 #undef NW_FS_CASE
     default:
-        step_k(fs, fs->k1, delta, decay, prev, j, next);
+        return forward_k(fs, fs->k1, s, e, buf, ring);
+    }
+}
+
+static double *backward(const nw_fastsum *fs, size_t s, size_t e, double *buf, int ring) {
+    if (fs->v == 2)
+        switch (fs->k1) {
+#define NW_FS_CASE(K)                                                                              \
+    case K:                                                                                        \
+        return backward2_k(fs, K, s, e, buf, !ring);
+            NW_FS_EACH_K(NW_FS_CASE)
+#undef NW_FS_CASE
+        default:
+            break;
+        }
+    switch (fs->k1) {
+#define NW_FS_CASE(K)                                                                              \
+    case K:                                                                                        \
+        return backward_k(fs, K, s, e, buf, ring);
+        NW_FS_EACH_K(NW_FS_CASE)
+#undef NW_FS_CASE
+    default:
+        return backward_k(fs, fs->k1, s, e, buf, ring);
     }
 }
 
@@ -138,26 +243,24 @@ static void pass_unit(void *arg, size_t unit, size_t worker) {
     (void)worker;
     nw_fastsum *fs = ((pass_job *)arg)->fs;
     const size_t n = fs->n, vk = fs->v * fs->k1;
-    double *cur = fs->scratch + 2 * unit * vk, *nxt = cur + vk, *tmp;
-    memset(cur, 0, vk * sizeof(double));
+    double *buf = fs->scratch + 2 * unit * vk, *last;
+    memset(buf, 0, 2 * vk * sizeof(double));
     if (unit == 0) {
         for (size_t b = 0; b < fs->blocks; b++) {
             const size_t s = b * NW_FS_BLOCK, e = s + NW_FS_BLOCK < n ? s + NW_FS_BLOCK : n;
-            memcpy(fs->left_ck + b * vk, cur, vk * sizeof(double));
-            for (size_t j = s; j < e; j++) {
-                step(fs, j > 0 ? gap(fs, j) : INFINITY, fs->decay[j], cur, j, nxt);
-                tmp = cur, cur = nxt, nxt = tmp;
-            }
+            memcpy(fs->left_ck + b * vk, buf, vk * sizeof(double));
+            if ((last = forward(fs, s, e, buf, 1)) != buf)
+                memcpy(buf, last, vk * sizeof(double));
         }
     } else {
         for (size_t b = fs->blocks; b-- > 0;) {
             const size_t s = b * NW_FS_BLOCK, e = s + NW_FS_BLOCK < n ? s + NW_FS_BLOCK : n;
-            memcpy(fs->right_ck + b * vk, cur, vk * sizeof(double));
-            for (size_t j = e; j-- > s;) {
-                step(fs, j + 1 < n ? gap(fs, j + 1) : INFINITY, j + 1 < n ? fs->decay[j + 1] : 0.0,
-                     cur, j, nxt);
-                tmp = cur, cur = nxt, nxt = tmp;
-            }
+            double *start = buf + ((e - s) & 1) * vk; /* where backward() reads R_e */
+            if (start != buf)
+                memcpy(start, buf, vk * sizeof(double));
+            memcpy(fs->right_ck + b * vk, start, vk * sizeof(double));
+            if ((last = backward(fs, s, e, buf, 1)) != buf)
+                memcpy(buf, last, vk * sizeof(double));
         }
     }
 }
@@ -176,13 +279,9 @@ void nw_fs_fill(const nw_fastsum *fs, size_t b, nw_fs_block *blk) {
     blk->right = blk->left + (NW_FS_BLOCK + 1) * vk;
     /* left[(j - s + 1)·vk] = L_j, left[0] = L_{s-1}; right[(j - s)·vk] = R_j, right[(e-s)·vk] = R_e */
     memcpy(blk->left, fs->left_ck + b * vk, vk * sizeof(double));
-    for (size_t j = s; j < e; j++)
-        step(fs, j > 0 ? gap(fs, j) : INFINITY, fs->decay[j], blk->left + (j - s) * vk, j,
-             blk->left + (j - s + 1) * vk);
+    forward(fs, s, e, blk->left, 0);
     memcpy(blk->right + (e - s) * vk, fs->right_ck + b * vk, vk * sizeof(double));
-    for (size_t j = e; j-- > s;)
-        step(fs, j + 1 < n ? gap(fs, j + 1) : INFINITY, j + 1 < n ? fs->decay[j + 1] : 0.0,
-             blk->right + (j - s + 1) * vk, j, blk->right + (j - s) * vk);
+    backward(fs, s, e, blk->right, 0);
 }
 
 /* out = e^{-(δ - δ_near)} T_δ(sums), unscaled (times k!); zero when the side is empty. */

@@ -89,8 +89,8 @@ typedef struct nw_fs_gauss {
 
 size_t nw_fg_bytes(size_t n, size_t v);
 void nw_fg_init(nw_fs_gauss *g, void *mem, size_t n, size_t v, const double *x, const double *c);
-/* Clusters and moments at bandwidth 1 / inv_h for relative error eps. */
-void nw_fg_prepare(nw_fs_gauss *g, double inv_h, double eps);
+/* Clusters and moments at bandwidth 1 / inv_h for relative error eps (the moments on the team). */
+void nw_fg_prepare(nw_fs_gauss *g, double inv_h, double eps, nw_workers *team, size_t threads);
 /* out (v × (amax + 1)) = sum_i c_i u_i^a e^{-u_i^2/2} e^{r_near^2/2} at query q over all points
  * but skip (SIZE_MAX: none); j: the last point with x_j <= q (SIZE_MAX if none). */
 void nw_fg_moments(const nw_fs_gauss *g, double q, size_t j, size_t skip, size_t amax,
@@ -135,8 +135,9 @@ size_t nw_fs_plan_bytes(const nw_model *model, size_t n, size_t threads);
 void nw_fs_plan_init(nw_plan *plan, void *mem, double eps);
 /* The CV rows of every unit into plan->partial (as cv.c's rows do), at plan->inv_h. */
 void nw_fs_cv_units(nw_plan *plan, int want_grad);
-/* size_t of scratch nw_fs_predict needs for m queries. */
-size_t nw_fs_predict_scratch(const nw_plan *plan, size_t m);
+/* size_t of scratch nw_fs_predict needs for m queries and n points into *count; 0 on
+ * overflow. */
+int nw_fs_predict_scratch(size_t n, size_t m, size_t *count);
 /* Predictions at m queries (xq, ldq; any order, anywhere) into yq at plan->inv_h; row flags
  * optional; returns the flagged count. */
 size_t nw_fs_predict(nw_plan *plan, size_t m, const float *xq, size_t ldq, float *yq, size_t ldyq,

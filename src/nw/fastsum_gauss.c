@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "fastsum.h"
+#include "threads.h"
 
 #define NW_FG_TERMS (NW_FG_PMAX + NW_FG_AMAX + 1) /* target moments N_s, s < TERMS */
 #define NW_FG_MOMENTS (NW_FG_PMAX + NW_FG_TERMS)      /* source moments: M2L needs k + s */
@@ -28,6 +29,10 @@
 /* Cluster width in h (radius rho <= width / 2): at 1/2, z = rho |dy| <= 2.3 within the
  * e^-(17 + ln n) reach, where 24 terms give 1e-12. */
 #define NW_FG_WIDTH 0.5
+
+/* 1 / m: the Taylor coefficients' chains multiply (a division per term was their latency). */
+static const double inv_int[NW_FG_PMAX + 1] = {
+    0.0, 1.0 / 1.0, 1.0 / 2.0, 1.0 / 3.0, 1.0 / 4.0, 1.0 / 5.0, 1.0 / 6.0, 1.0 / 7.0, 1.0 / 8.0, 1.0 / 9.0, 1.0 / 10.0, 1.0 / 11.0, 1.0 / 12.0, 1.0 / 13.0, 1.0 / 14.0, 1.0 / 15.0, 1.0 / 16.0, 1.0 / 17.0, 1.0 / 18.0, 1.0 / 19.0, 1.0 / 20.0, 1.0 / 21.0, 1.0 / 22.0, 1.0 / 23.0, 1.0 / 24.0};
 
 size_t nw_fg_bytes(size_t n, size_t v) {
     size_t words, part;
@@ -50,9 +55,63 @@ void nw_fg_init(nw_fs_gauss *g, void *mem, size_t n, size_t v, const double *x, 
     g->mu = (double *)(void *)(g->offset + n);
 }
 
-/* Clusters and their moments at bandwidth 1 / inv_h. */
-void nw_fg_prepare(nw_fs_gauss *g, double inv_h, double eps) {
-    const size_t n = g->n, v = g->v;
+/* Adds point i's powers dx^m e^{-dx^2/2}, m < NW_FG_MOMENTS, times its coefficients to mu. */
+static void add_moments(const nw_fs_gauss *g, size_t i, double centre, double *mu) {
+    const size_t v = g->v, n = g->n;
+    const double dx = (g->x[i] - centre) * g->inv_h;
+    double pw = exp(-0.5 * dx * dx);
+    for (size_t m = 0; m < NW_FG_MOMENTS; m++, pw *= dx)
+        for (size_t a = 0; a < v; a++)
+            mu[a * NW_FG_MOMENTS + m] += g->c[a * n + i] * pw;
+}
+
+/* One dense cluster's moments. Four points at a time: four independent chains of powers
+ * (one chain of 53 dependent multiplies per point was the cost of the whole pass). */
+static void cluster_moments(const nw_fs_gauss *g, size_t k) {
+    const size_t v = g->v, n = g->n, s = g->start[k], e = g->start[k + 1];
+    double *mu = g->mu + g->offset[k] * v * NW_FG_MOMENTS;
+    const double centre = 0.5 * (g->x[s] + g->x[e - 1]);
+    memset(mu, 0, v * NW_FG_MOMENTS * sizeof(double));
+    size_t i = s;
+    for (; i + 4 <= e; i += 4) {
+        double dx[4], pw[4];
+        for (size_t t = 0; t < 4; t++) {
+            dx[t] = (g->x[i + t] - centre) * g->inv_h;
+            pw[t] = exp(-0.5 * dx[t] * dx[t]);
+        }
+        for (size_t m = 0; m < NW_FG_MOMENTS; m++) {
+            for (size_t a = 0; a < v; a++) {
+                const double *c = g->c + a * n + i;
+                mu[a * NW_FG_MOMENTS + m] += (c[0] * pw[0] + c[1] * pw[1]) +
+                                             (c[2] * pw[2] + c[3] * pw[3]);
+            }
+            for (size_t t = 0; t < 4; t++)
+                pw[t] *= dx[t];
+        }
+    }
+    for (; i < e; i++)
+        add_moments(g, i, centre, mu);
+}
+
+typedef struct moments_job {
+    nw_fs_gauss *g;
+    size_t per; /* clusters per unit */
+} moments_job;
+
+static void moments_unit(void *arg, size_t unit, size_t worker) {
+    (void)worker;
+    const moments_job *job = arg;
+    const nw_fs_gauss *g = job->g;
+    const size_t end = (unit + 1) * job->per < g->clusters ? (unit + 1) * job->per : g->clusters;
+    for (size_t k = unit * job->per; k < end; k++)
+        if (g->offset[k] != SIZE_MAX)
+            cluster_moments(g, k);
+}
+
+/* Clusters (one serial scan) and their moments (each cluster by one worker: the same sums for
+ * any thread count) at bandwidth 1 / inv_h. */
+void nw_fg_prepare(nw_fs_gauss *g, double inv_h, double eps, nw_workers *team, size_t threads) {
+    const size_t n = g->n;
     const double *x = g->x;
     g->inv_h = inv_h;
     g->eps = eps;
@@ -62,24 +121,13 @@ void nw_fg_prepare(nw_fs_gauss *g, double inv_h, double eps) {
         while (e < n && (x[e] - x[s]) * inv_h <= NW_FG_WIDTH)
             e++;
         g->start[k] = s;
-        g->offset[k] = SIZE_MAX;
-        if (e - s >= NW_FG_MIN_POINTS) {
-            double *mu = g->mu + used * v * NW_FG_MOMENTS;
-            g->offset[k] = used++;
-            memset(mu, 0, v * NW_FG_MOMENTS * sizeof(double));
-            const double centre = 0.5 * (x[s] + x[e - 1]);
-            for (size_t i = s; i < e; i++) {
-                const double dx = (x[i] - centre) * inv_h;
-                double pw = exp(-0.5 * dx * dx);
-                for (size_t m = 0; m < NW_FG_MOMENTS; m++, pw *= dx)
-                    for (size_t a = 0; a < v; a++)
-                        mu[a * NW_FG_MOMENTS + m] += g->c[a * n + i] * pw;
-            }
-        }
+        g->offset[k] = e - s >= NW_FG_MIN_POINTS ? used++ : SIZE_MAX;
         s = e;
     }
     g->clusters = k;
     g->start[k] = n;
+    moments_job job = {g, k / 64 + 1};
+    nw_parallel_for(team, threads, (k + job.per - 1) / job.per, moments_unit, &job);
 }
 
 /* A query's running state. */
@@ -116,7 +164,7 @@ static size_t order_for(double z, double eps) {
     const double target = 0.5 * eps * exp(-z);
     double term = 1.0;
     for (size_t p = 1; p <= NW_FG_PMAX; p++) {
-        term *= z / (double)p;
+        term *= z * inv_int[p];
         if (term <= target)
             return p;
     }
@@ -139,16 +187,13 @@ static int add_expanded(const walk *w, size_t k) {
     double coef[NW_FG_PMAX]; /* dy^m / m! */
     coef[0] = 1.0;
     for (size_t m = 1; m < p; m++)
-        coef[m] = coef[m - 1] * dy / (double)m;
+        coef[m] = coef[m - 1] * dy * inv_int[m];
     const double *mu = g->mu + g->offset[k] * v * NW_FG_MOMENTS;
     for (size_t a = 0; a < v; a++, mu += NW_FG_MOMENTS) {
-        double t[NW_FG_AMAX + 1]; /* T_b = sum_m dy^m/m! mu_{m+b} */
-        for (size_t b = 0; b < A; b++) {
-            double sum = 0.0;
-            for (size_t m = p; m-- > 0;)
-                sum += coef[m] * mu[m + b];
-            t[b] = sum;
-        }
+        double t[NW_FG_AMAX + 1] = {0.0}; /* T_b = sum_m dy^m/m! mu_{m+b}; b innermost: */
+        for (size_t m = p; m-- > 0;)          /* A independent chains, not one */
+            for (size_t b = 0; b < A; b++)
+                t[b] += coef[m] * mu[m + b];
         /* sum c (dx - dy)^j ... = sum_b binom(j, b) (-dy)^{j-b} T_b */
         for (size_t j = 0; j < A; j++) {
             double sum = 0.0, binom = 1.0, pw = 1.0; /* binom(j, b), (-dy)^{j-b} built downwards */
@@ -251,7 +296,8 @@ right:
  * e^{2 |w t| + t^2/2} < 200 within reach. */
 
 /* Adds source cluster k to N (v × NW_FG_TERMS) about centre b; 0 if its order is too high. */
-static int m2l(const nw_fs_gauss *g, size_t k, double b, double eps, double *N) {
+static int m2l(const nw_fs_gauss *g, size_t k, double b, double eps, const double *binom,
+               double *N) {
     const size_t s0 = g->start[k], e = g->start[k + 1], v = g->v;
     const double a = 0.5 * (g->x[s0] + g->x[e - 1]);
     const double rho = 0.5 * (g->x[e - 1] - g->x[s0]) * g->inv_h, D = (a - b) * g->inv_h;
@@ -261,28 +307,23 @@ static int m2l(const nw_fs_gauss *g, size_t k, double b, double eps, double *N) 
     double coef[NW_FG_PMAX], pw[NW_FG_TERMS];
     coef[0] = 1.0;
     for (size_t m = 1; m < p; m++)
-        coef[m] = coef[m - 1] * -D / (double)m;
+        coef[m] = coef[m - 1] * -D * inv_int[m];
     pw[0] = 1.0;
     for (size_t m = 1; m < NW_FG_TERMS; m++)
         pw[m] = pw[m - 1] * D;
     const double scale = exp(-0.5 * D * D);
     const double *mu = g->mu + g->offset[k] * v * NW_FG_MOMENTS;
     for (size_t a2 = 0; a2 < v; a2++, mu += NW_FG_MOMENTS, N += NW_FG_TERMS) {
-        double E[NW_FG_TERMS]; /* E_j = sum_k (-D)^k/k! mu_{k+j} */
-        for (size_t j = 0; j < NW_FG_TERMS; j++) {
-            double sum = 0.0;
-            for (size_t m = p; m-- > 0;)
-                sum += coef[m] * mu[m + j];
-            E[j] = sum;
-        }
-        for (size_t s = 0; s < NW_FG_TERMS; s++) { /* (D + dx)^s by the binomial */
-            double sum = 0.0, binom = 1.0;
-            for (size_t j = 0; j <= s; j++) {
-                sum += binom * pw[s - j] * E[j];
-                binom = binom * (double)(s - j) / (double)(j + 1);
-            }
-            N[s] += scale * sum;
-        }
+        double E[NW_FG_TERMS] = {0.0}; /* E_j = sum_k (-D)^k/k! mu_{k+j}; j innermost */
+        for (size_t m = p; m-- > 0;)
+            for (size_t j = 0; j < NW_FG_TERMS; j++)
+                E[j] += coef[m] * mu[m + j];
+        double sum[NW_FG_TERMS] = {0.0}; /* (D + dx)^s by the binomial, s innermost */
+        for (size_t j = 0; j < NW_FG_TERMS; j++)
+            for (size_t s = j; s < NW_FG_TERMS; s++)
+                sum[s] += binom[s * NW_FG_TERMS + j] * pw[s - j] * E[j];
+        for (size_t s = 0; s < NW_FG_TERMS; s++)
+            N[s] += scale * sum[s];
     }
     return 1;
 }
@@ -306,7 +347,13 @@ int nw_fg_target(const nw_fs_gauss *g, size_t k, nw_fg_local *loc) {
         return 0; /* small: its queries walk */
     const double b = 0.5 * (g->x[s] + g->x[e - 1]), lo = g->x[s], hi = g->x[e - 1];
     const double eps = g->eps / 400.0;
-    double *N = loc->N;
+    double *N = loc->N, binom[NW_FG_TERMS * NW_FG_TERMS]; /* binom(s, j) at [s·TERMS + j] */
+    for (size_t r = 0; r < NW_FG_TERMS; r++) {
+        binom[r * NW_FG_TERMS] = binom[r * NW_FG_TERMS + r] = 1.0;
+        for (size_t j = 1; j < r; j++)
+            binom[r * NW_FG_TERMS + j] =
+                binom[(r - 1) * NW_FG_TERMS + j - 1] + binom[(r - 1) * NW_FG_TERMS + j];
+    }
     memset(N, 0, v * NW_FG_TERMS * sizeof(double));
     loc->k = k;
     loc->b = b;
@@ -321,7 +368,7 @@ int nw_fg_target(const nw_fs_gauss *g, size_t k, nw_fg_local *loc) {
         if (j != k && negligible(&w, edge, je))
             break;
         loc->wmax = fmax(loc->wmax, (b - g->x[js]) * g->inv_h);
-        if (g->offset[j] != SIZE_MAX && m2l(g, j, b, eps, N))
+        if (g->offset[j] != SIZE_MAX && m2l(g, j, b, eps, binom, N))
             continue;
         for (size_t i = js; i < je; i++)
             add_source_point(g, i, b, N);
@@ -331,7 +378,7 @@ int nw_fg_target(const nw_fs_gauss *g, size_t k, nw_fg_local *loc) {
         if (negligible(&w, (g->x[js] - hi) * g->inv_h, n - js))
             break;
         loc->wmax = fmax(loc->wmax, (g->x[je - 1] - b) * g->inv_h);
-        if (g->offset[j] != SIZE_MAX && m2l(g, j, b, eps, N))
+        if (g->offset[j] != SIZE_MAX && m2l(g, j, b, eps, binom, N))
             continue;
         for (size_t i = js; i < je; i++)
             add_source_point(g, i, b, N);
@@ -353,17 +400,14 @@ void nw_fg_moments_local(const nw_fs_gauss *g, const nw_fg_local *loc, size_t j,
     double coef[NW_FG_PMAX];
     coef[0] = 1.0;
     for (size_t m = 1; m < p; m++)
-        coef[m] = coef[m - 1] * t / (double)m;
+        coef[m] = coef[m - 1] * t * inv_int[m];
     const double scale = exp(0.5 * (near - t) * (near + t));
     for (size_t a = 0; a < v; a++) {
         const double *N = loc->N + a * NW_FG_TERMS;
-        double T[NW_FG_AMAX + 1];
-        for (size_t b = 0; b < A; b++) {
-            double sum = 0.0;
-            for (size_t m = p; m-- > 0;)
-                sum += coef[m] * N[m + b];
-            T[b] = sum;
-        }
+        double T[NW_FG_AMAX + 1] = {0.0};
+        for (size_t m = p; m-- > 0;) /* b innermost: independent chains */
+            for (size_t b = 0; b < A; b++)
+                T[b] += coef[m] * N[m + b];
         for (size_t i = 0; i < A; i++) { /* (w - t)^i = sum_b binom(i, b) (-t)^{i-b} w^b */
             double sum = 0.0, binom = 1.0, pw = 1.0;
             for (size_t b = i + 1; b-- > 0;) {

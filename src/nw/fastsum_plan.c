@@ -7,6 +7,8 @@
 
 static size_t align8(size_t bytes) { return (bytes + 7) / 8 * 8; }
 
+#define NW_FG_RUNS 64 /* the Gaussian's CV rows: runs of work, at most */
+
 /* Doubles of a worker's row moments: both sides (Laplace family) or one array (Gaussian). */
 static size_t row_doubles(size_t v, size_t k1) {
     return v * (2 * k1 > NW_FG_AMAX + 1 ? 2 * k1 : NW_FG_AMAX + 1) + NW_FG_LOCAL_DOUBLES(v);
@@ -66,6 +68,7 @@ static void worker_scratch(const nw_plan *plan, size_t worker, nw_fs_block *blk,
 typedef struct cv_job {
     nw_plan *plan;
     int want_grad;
+    size_t rows; /* the Gaussian: rows per unit of work (whole NW_FS_BLOCKs) */
 } cv_job;
 
 static void cv_block(void *arg, size_t b, size_t worker) {
@@ -93,8 +96,11 @@ static void cv_block(void *arg, size_t b, size_t worker) {
     }
 }
 
-/* The Gaussian: a block of NW_FS_BLOCK leave-one-out rows (whole units). Consecutive rows of
- * one dense cluster share its target expansion; the others walk the clusters. */
+/* The Gaussian: job->rows leave-one-out rows (whole units). Consecutive rows of one dense
+ * cluster share its target expansion; the others walk the clusters. A row's result does not
+ * depend on where its run of rows starts (an expansion is built from its cluster alone), so
+ * the runs are long (NW_FG_RUNS of them): each start rebuilds its first cluster's expansion,
+ * which at n = 10^6 with one run per NW_FS_BLOCK cost more than all the rows. */
 static void cv_gauss_block(void *arg, size_t blk_index, size_t worker) {
     const cv_job *job = arg;
     nw_plan *plan = job->plan;
@@ -107,19 +113,26 @@ static void cv_gauss_block(void *arg, size_t blk_index, size_t worker) {
     worker_scratch(plan, worker, &blk, &mom, &unused);
     nw_fg_local loc = {SIZE_MAX, 0.0, 0.0, 0.0, mom + g->v * (NW_FG_AMAX + 1)};
     int local = 0;
-    const size_t s0 = blk_index * NW_FS_BLOCK, e0 = s0 + NW_FS_BLOCK < n ? s0 + NW_FS_BLOCK : n;
+    const size_t s0 = blk_index * job->rows, e0 = s0 + job->rows < n ? s0 + job->rows : n;
     for (size_t u = s0 / NW_UNIT_ROWS; u < nw_units(e0); u++)
         memset(plan->partial + u * (3 + d), 0, (3 + d) * sizeof(double));
+    size_t k = nw_fg_cluster_of(g, s0), last = 0;
     for (size_t j = s0; j < e0; j++) {
         nw_sums s;
         nw_sums_init(&s, wk->sums_mem, model, job->want_grad);
-        const size_t k = nw_fg_cluster_of(g, j);
+        while (g->start[k + 1] <= j) /* the cluster of j: rows ascend */
+            k++;
         if (k != loc.k)
             local = nw_fg_target(g, k, &loc), loc.k = k;
         if (local)
             nw_fg_moments_local(g, &loc, j, amax, mom);
-        else /* the position of x_j: its last duplicate */
-            nw_fg_moments(g, g->x[j], nw_fs_locate(&plan->fastsum->fs, g->x[j]), j, amax, mom);
+        else { /* the position of x_j: its last duplicate (a scan: rows ascend) */
+            if (last < j)
+                last = j;
+            while (last + 1 < n && g->x[last + 1] <= g->x[j])
+                last++;
+            nw_fg_moments(g, g->x[j], last, j, amax, mom);
+        }
         nw_fg_row_sums(model, amax, mom, &s);
         unsigned flags = nw_finish_row(model, &s, 1, wk->work, wk->yhat,
                                        job->want_grad ? wk->dyhat : NULL, NULL);
@@ -131,17 +144,25 @@ static void cv_gauss_block(void *arg, size_t blk_index, size_t worker) {
 void nw_fs_cv_units(nw_plan *plan, int want_grad) {
     nw_fastsum *fs = &plan->fastsum->fs;
     if (plan->fastsum->gauss) {
-        nw_fg_prepare(&plan->fastsum->g, plan->inv_h[0], plan->fastsum->eps);
-        cv_job job = {plan, want_grad};
-        nw_parallel_for(plan->team, plan->threads, fs->blocks, cv_gauss_block, &job);
+        nw_fg_prepare(&plan->fastsum->g, plan->inv_h[0], plan->fastsum->eps, plan->team,
+                      plan->threads);
+        const size_t per = (fs->blocks + NW_FG_RUNS - 1) / NW_FG_RUNS;
+        cv_job job = {plan, want_grad, per * NW_FS_BLOCK};
+        nw_parallel_for(plan->team, plan->threads, (fs->blocks + per - 1) / per, cv_gauss_block,
+                        &job);
         return;
     }
     nw_fs_prepare(fs, plan->inv_h[0], plan->team, plan->threads);
-    cv_job job = {plan, want_grad};
+    cv_job job = {plan, want_grad, NW_FS_BLOCK};
     nw_parallel_for(plan->team, plan->threads, fs->blocks, cv_block, &job);
 }
 
-/* ---- Predictions --------------------------------------------------------------------------- */
+/* ---- Predictions ---------------------------------------------------------------------------
+ * The queries run in sorted order (the training order itself when they are the training
+ * points, else a radix sort): each block's queries are a run of that order, found by a binary
+ * search per block, and a query's position in the data follows from the previous one's by a
+ * scan (no binary search per query: at n = 10^7 those cache-missing searches cost more than
+ * the sums). A query's result does not depend on the order: the same values for any threads. */
 typedef struct predict_job {
     nw_plan *plan;
     const float *xq;
@@ -149,13 +170,27 @@ typedef struct predict_job {
     float *yq;
     size_t ldyq;
     unsigned char *row_flags;
-    const size_t *order, *start; /* queries by block: order[start[b] .. start[b+1]) */
-    size_t *flagged;             /* per block */
+    const size_t *order, *start; /* sorted queries; block b's: order[start[b] .. start[b+1]) */
+    size_t m;
+    size_t *flagged; /* per block (per unit for the Gaussian) */
 } predict_job;
 
-static size_t block_of(const nw_fastsum *fs, double q) {
-    size_t j = nw_fs_locate(fs, q);
-    return j == SIZE_MAX ? 0 : j / NW_FS_BLOCK;
+/* The count of points <= q, from next, the count for an earlier (smaller) query. */
+static size_t advance(const nw_fastsum *fs, size_t next, double q) {
+    while (next < fs->n && fs->x[next] <= q)
+        next++;
+    return next;
+}
+
+/* One finished prediction row into the outputs; returns whether it is flagged. */
+static int store_row(const predict_job *job, nw_worker *wk, size_t i, const nw_sums *s) {
+    const nw_model *model = &job->plan->model;
+    unsigned flags = nw_finish_row(model, s, 1, wk->work, wk->yhat, NULL, NULL);
+    for (size_t c = 0; c < model->dv; c++)
+        job->yq[i * job->ldyq + c] = (float)wk->yhat[c];
+    if (job->row_flags != NULL)
+        job->row_flags[i] = (unsigned char)flags;
+    return flags != 0;
 }
 
 static void predict_block(void *arg, size_t b, size_t worker) {
@@ -171,83 +206,89 @@ static void predict_block(void *arg, size_t b, size_t worker) {
     double *left, *right;
     worker_scratch(plan, worker, &blk, &left, &right);
     nw_fs_fill(fs, b, &blk);
+    size_t next = blk.s; /* every query here has at least s points <= it */
     for (size_t r = job->start[b]; r < job->start[b + 1]; r++) {
         const size_t i = job->order[r];
         const double q = (double)job->xq[i * job->ldq];
+        next = advance(fs, next, q);
         nw_sums s;
         nw_sums_init(&s, wk->sums_mem, model, 0);
-        nw_fs_moments_at(fs, &blk, nw_fs_locate(fs, q), q, left, right);
+        nw_fs_moments_at(fs, &blk, next - 1, q, left, right); /* next 0: SIZE_MAX */
         nw_fs_row_sums(model, fs->k1, left, right, &s);
-        unsigned flags = nw_finish_row(model, &s, 1, wk->work, wk->yhat, NULL, NULL);
-        for (size_t c = 0; c < model->dv; c++)
-            job->yq[i * job->ldyq + c] = (float)wk->yhat[c];
-        if (job->row_flags != NULL)
-            job->row_flags[i] = (unsigned char)flags;
-        job->flagged[b] += flags != 0;
+        job->flagged[b] += (size_t)store_row(job, wk, i, &s);
     }
 }
 
-size_t nw_fs_predict_scratch(const nw_plan *plan, size_t m) {
-    return m + 3 * (plan->fastsum->fs.blocks + 1);
+int nw_fs_predict_scratch(size_t n, size_t m, size_t *count) {
+    return nw_mul(m, 2, count) && nw_add(*count, 3 * (n / NW_FS_BLOCK + 2), count);
 }
 
-/* The Gaussian: one unit of NW_UNIT_ROWS queries. */
+/* The Gaussian: one unit of NW_UNIT_ROWS sorted queries. */
 static void predict_gauss_unit(void *arg, size_t unit, size_t worker) {
     const predict_job *job = arg;
     nw_plan *plan = job->plan;
     const nw_model *model = &plan->model;
     const nw_fs_gauss *g = &plan->fastsum->g;
+    const nw_fastsum *fs = &plan->fastsum->fs;
     nw_worker *wk = &plan->workers[worker];
-    const size_t amax = nw_fg_amax(model, 0), m = job->start[0];
+    const size_t amax = nw_fg_amax(model, 0), m = job->m;
     nw_fs_block blk;
     double *mom, *unused;
     worker_scratch(plan, worker, &blk, &mom, &unused);
     job->flagged[unit] = 0;
     const size_t end = (unit + 1) * NW_UNIT_ROWS < m ? (unit + 1) * NW_UNIT_ROWS : m;
-    for (size_t i = unit * NW_UNIT_ROWS; i < end; i++) {
+    size_t next = 0;
+    for (size_t r = unit * NW_UNIT_ROWS; r < end; r++) {
+        const size_t i = job->order[r];
         const double q = (double)job->xq[i * job->ldq];
+        next = r == unit * NW_UNIT_ROWS ? nw_fs_locate(fs, q) + 1 : advance(fs, next, q);
         nw_sums s;
         nw_sums_init(&s, wk->sums_mem, model, 0);
-        nw_fg_moments(g, q, nw_fs_locate(&plan->fastsum->fs, q), SIZE_MAX, amax, mom);
+        nw_fg_moments(g, q, next - 1, SIZE_MAX, amax, mom);
         nw_fg_row_sums(model, amax, mom, &s);
-        unsigned flags = nw_finish_row(model, &s, 1, wk->work, wk->yhat, NULL, NULL);
-        for (size_t c = 0; c < model->dv; c++)
-            job->yq[i * job->ldyq + c] = (float)wk->yhat[c];
-        if (job->row_flags != NULL)
-            job->row_flags[i] = (unsigned char)flags;
-        job->flagged[unit] += flags != 0;
+        job->flagged[unit] += (size_t)store_row(job, wk, i, &s);
     }
 }
 
 size_t nw_fs_predict(nw_plan *plan, size_t m, const float *xq, size_t ldq, float *yq, size_t ldyq,
                      unsigned char *row_flags, size_t *scratch) {
     nw_fastsum *fs = &plan->fastsum->fs;
-    if (plan->fastsum->gauss) { /* queries in units of rows; start[0] carries m */
+    const size_t blocks = fs->blocks;
+    size_t *sorted = scratch, *tmp = sorted + m, *start = tmp + m, *flagged = start + blocks + 1;
+    const size_t *order = sorted;
+    if (xq == plan->x && ldq == plan->ldx && m == plan->n)
+        order = plan->train.perm; /* the fitted values: the data's own order */
+    else
+        nw_sort_order(m, xq, ldq, sorted, tmp);
+    predict_job job = {plan, xq, ldq, yq, ldyq, row_flags, order, start, m, flagged};
+    size_t total = 0;
+    if (plan->fastsum->gauss) { /* units of sorted queries; flagged per unit in tmp */
         const size_t units = nw_units(m);
-        size_t *flagged = scratch, count = m, total = 0;
-        nw_fg_prepare(&plan->fastsum->g, plan->inv_h[0], plan->fastsum->eps);
-        predict_job job = {plan, xq, ldq, yq, ldyq, row_flags, NULL, &count, flagged};
+        job.flagged = tmp;
+        nw_fg_prepare(&plan->fastsum->g, plan->inv_h[0], plan->fastsum->eps, plan->team,
+                      plan->threads);
         nw_parallel_for(plan->team, plan->threads, units, predict_gauss_unit, &job);
         for (size_t u = 0; u < units; u++)
-            total += flagged[u];
+            total += tmp[u];
         return total;
     }
-    const size_t blocks = fs->blocks;
-    size_t *order = scratch, *start = order + m, *fill = start + blocks + 1,
-           *flagged = fill + blocks + 1;
     nw_fs_prepare(fs, plan->inv_h[0], plan->team, plan->threads);
-    /* counting sort of the queries by block: the blocks then run independently */
-    memset(start, 0, (blocks + 1) * sizeof(size_t));
-    for (size_t i = 0; i < m; i++)
-        start[block_of(fs, (double)xq[i * ldq]) + 1]++;
-    for (size_t b = 0; b < blocks; b++)
-        start[b + 1] += start[b];
-    memcpy(fill, start, (blocks + 1) * sizeof(size_t));
-    for (size_t i = 0; i < m; i++)
-        order[fill[block_of(fs, (double)xq[i * ldq])]++] = i;
-    predict_job job = {plan, xq, ldq, yq, ldyq, row_flags, order, start, flagged};
+    /* block b >= 1 takes the queries with x_{bB} <= q < x_{(b+1)B} (j = last x_j <= q) */
+    start[0] = 0;
+    start[blocks] = m;
+    for (size_t b = 1; b < blocks; b++) {
+        const double edge = fs->x[b * NW_FS_BLOCK];
+        size_t lo = start[b - 1], hi = m; /* first sorted query >= edge */
+        while (lo < hi) {
+            const size_t mid = lo + (hi - lo) / 2;
+            if ((double)xq[order[mid] * ldq] < edge)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        start[b] = lo;
+    }
     nw_parallel_for(plan->team, plan->threads, blocks, predict_block, &job);
-    size_t total = 0;
     for (size_t b = 0; b < blocks; b++)
         total += flagged[b];
     return total;

@@ -100,6 +100,8 @@ size_t nw_train_bytes(size_t n, size_t d, size_t dv);
 /* Copies the caller's (x, y) into mem, sorting by x when d == 1. */
 void nw_train_fill(nw_train *t, void *mem, size_t n, size_t d, size_t dv, const float *x,
                    size_t ldx, const float *y, size_t ldy);
+/* idx[0..n) = the indices of x[j·ldx] in the order (value, index); tmp: n more size_t. */
+void nw_sort_order(size_t n, const float *x, size_t ldx, size_t *idx, size_t *tmp);
 
 /* ---- The fast row engine (float weights, double sums) -------------------------------------- */
 typedef struct nw_fast nw_fast;

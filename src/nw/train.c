@@ -98,6 +98,14 @@ static int radix_sort_indices(size_t n, const float *x, size_t ldx, size_t *idx,
 #endif
 }
 
+void nw_sort_order(size_t n, const float *x, size_t ldx, size_t *idx, size_t *tmp) {
+    if (radix_sort_indices(n, x, ldx, idx, tmp))
+        return;
+    for (size_t j = 0; j < n; j++)
+        idx[j] = j;
+    sort_indices(n, x, ldx, idx, tmp);
+}
+
 void nw_train_fill(nw_train *t, void *mem, size_t n, size_t d, size_t dv, const float *x,
                    size_t ldx, const float *y, size_t ldy) {
     char *p = mem;
@@ -109,13 +117,11 @@ void nw_train_fill(nw_train *t, void *mem, size_t n, size_t d, size_t dv, const 
     t->y = (float *)(void *)p;
     p += floats_bytes(n * dv);
     t->perm = (size_t *)(void *)p;
-    size_t *tmp = t->perm + n;
-    if (d != 1 || !radix_sort_indices(n, x, ldx, t->perm, tmp)) {
+    if (d == 1)
+        nw_sort_order(n, x, ldx, t->perm, t->perm + n);
+    else
         for (size_t j = 0; j < n; j++)
             t->perm[j] = j;
-        if (d == 1)
-            sort_indices(n, x, ldx, t->perm, tmp);
-    }
     for (size_t j = 0; j < n; j++) {
         size_t src = t->perm[j];
         for (size_t k = 0; k < d; k++)
