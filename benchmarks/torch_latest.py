@@ -29,6 +29,10 @@ import time
 
 import machine
 
+# A venv's numpy 2 cannot load the optional compiled extension built against Debian's numpy
+# 1.x; the pure ctypes binding costs microseconds a call, nothing at these sizes.
+os.environ.setdefault("NWATTN_EXTENSION", "off")
+
 
 def _best(fn, calls):
     best = float("inf")
