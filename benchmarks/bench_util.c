@@ -147,15 +147,14 @@ int bench_json_open(bench_json *j, const char *path) {
     return j->file ? 0 : -1;
 }
 
-static const char *simd_name(void) {
-#if defined(__x86_64__) && defined(__GNUC__)
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f"))
-        return "avx512";
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-        return "avx2";
-#endif
-    return "generic";
+/* The vector kernels the library runs (nwattn_context_describe's "simd=" field), and the
+ * whole line of what the context runs on. */
+static void context_line(char *line, size_t size) {
+    nwattn_context *ctx = NULL;
+    line[0] = '\0';
+    if (nwattn_context_create(&ctx) == NWATTN_OK)
+        nwattn_context_describe(ctx, line, size);
+    nwattn_context_destroy(ctx);
 }
 
 void bench_json_header(bench_json *j, const char *threads_list, int reps, int quick) {
@@ -171,8 +170,14 @@ void bench_json_header(bench_json *j, const char *threads_list, int reps, int qu
     json_string(f, openblas_get_config());
     fputs(", \"blas_core\": ", f);
     json_string(f, openblas_get_corename());
-    fprintf(f, ", \"vector_kernels\": \"%s\", \"nwattn\": \"%s\"},\n", simd_name(),
+    char line[512], kernels[32] = "unknown";
+    context_line(line, sizeof line);
+    if (strncmp(line, "simd=", 5) == 0)
+        snprintf(kernels, sizeof kernels, "%.*s", (int)strcspn(line + 5, " "), line + 5);
+    fprintf(f, ", \"vector_kernels\": \"%s\", \"nwattn\": \"%s\", \"context\": ", kernels,
             nwattn_version_string());
+    json_string(f, line);
+    fputs("},\n", f);
     fprintf(f, "  \"date\": \"%s\",\n  \"config\": {\"threads\": [%s], \"reps\": %d, "
                "\"quick\": %s},\n  \"results\": [\n",
             date, threads_list, reps, quick ? "true" : "false");

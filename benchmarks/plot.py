@@ -19,7 +19,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 COLORS = {"naive": "#888888", "reference": "#bbbbbb", "ceiling": "#000000", "blas": "#1f77b4",
           "fused": "#d62728", "numpy": "#2ca02c", "torch": "#ff7f0e", "sgemv-pass": "#000000",
           "sgemm-loop": "#9467bd", "openmp": "#8c564b", "nwattn": "#d62728",
-          "fused-blas-T": "#e377c2", "statsmodels": "#17becf"}
+          "fused-blas-T": "#e377c2", "statsmodels": "#17becf", "fastmath": "#7f7f00"}
 
 
 def rows(results, **match):
@@ -108,7 +108,8 @@ def main():
     threads = sorted({r["threads"] for r in results})
     threads = [threads[0], threads[-1]] if len(threads) > 1 else threads
     fig, axes = plt.subplots(2, 2, figsize=(13, 9))
-    line_panel(axes[0][0], results, "nw1d", ["naive", "blas", "fused", "numpy", "torch"],
+    line_panel(axes[0][0], results, "nw1d",
+               ["naive", "fastmath", "blas", "fused", "numpy", "torch"],
                threads, ylabel="G kernel evaluations / s")
     axes[0][0].set_title("1-D Gaussian Nadaraya-Watson (d = 1)")
     line_panel(axes[0][1], results, "sdpa",
@@ -121,7 +122,9 @@ def main():
     axes[1][1].set_title("Batched products")
     m = report.get("machine", {})
     title = args.title or (f"libnwattn {m.get('nwattn', '')} on {m.get('cpu', '?')}, "
-                           f"{m.get('cores_online', '?')} cores, {m.get('blas', '')}"[:150])
+                           f"{m.get('cores_online', '?')} cores, "
+                           f"{m.get('vector_kernels', '?')} kernels, OpenBLAS core "
+                           f"{m.get('blas_core', '?')}"[:150])
     fig.suptitle(title, fontsize=9)
     fig.tight_layout()
     fig.savefig(args.chart, dpi=110)

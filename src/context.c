@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "blas/blas_kernels.h"
 #include "internal.h"
 
 static void *default_alloc(void *user, size_t bytes) {
@@ -110,9 +111,10 @@ size_t nwattn_context_describe(const nwattn_context *ctx, char *buf, size_t size
     nw_tile_shape(t, SIZE_MAX, SIZE_MAX, 8, 1, 0, &dist8[0], &dist8[1]);
     const int len = snprintf(
         buf, size,
-        "simd=%s cpu=%s l1d=%zu l2=%zu caches=%s override=%zux%zu tiles: dot64=%zux%zu "
-        "nw1d=%zux%zu dist8=%zux%zu",
-        ctx->simd->name, cpu_level_name(nw_cpu_level()), t->l1d, t->l2,
+        "simd=%s cpu=%s blas=%s small_products=%d l1d=%zu l2=%zu caches=%s override=%zux%zu "
+        "tiles: dot64=%zux%zu nw1d=%zux%zu dist8=%zux%zu",
+        ctx->simd->name, cpu_level_name(nw_cpu_level()),
+        nw_blas_core() != NULL ? nw_blas_core() : "unknown", nw_blas_small_products(), t->l1d, t->l2,
         t->from_cpu ? "sysconf" : "default", t->rows, t->keys, dot[0], dot[1], nw1[0], nw1[1],
         dist8[0], dist8[1]);
     return len > 0 ? (size_t)len : 0;

@@ -12,6 +12,13 @@
 #define NW_BLAS_DIM_LIMIT ((size_t)NW_BLAS_INT_MAX)
 #endif
 
+/* The BLAS's core (OpenBLAS's openblas_get_corename, e.g. "Haswell"), NULL for another BLAS. */
+const char *nw_blas_core(void);
+/* Whether the BLAS multiplies products up to m·n·k = 2^18 without packing (OpenBLAS's
+ * small-matrix kernels, its Skylake-X cores): then a transposed copy of a key tile pays
+ * (score_dot.c). Probed once per process, like the CPU (simd/cpu.h). */
+int nw_blas_small_products(void);
+
 /* c = alpha · a · op(b) + beta · c, with op(b) = b (k×n) or b^T (b is n×k). Any sizes: the
  * product is split so that every BLAS argument fits its integer. Leading dimensions must fit. */
 void nw_blas_sgemm(int transpose_b, size_t m, size_t n, size_t k, float alpha, const float *a,

@@ -7,10 +7,14 @@
 #include "core/range.h"
 #include "score.h"
 
-/* Up to this many keys the block multiplies by a transposed copy of them: OpenBLAS runs small
- * untransposed products without packing (about a third faster than Q·K^T here), and the copy
- * is one pass over keys that are in cache anyway. */
+/* Up to this many keys the block multiplies by a transposed copy of them where the BLAS runs
+ * small untransposed products without packing (OpenBLAS's Skylake-X kernels: about a third
+ * faster than Q·K^T there), and the copy is one pass over keys that are in cache anyway.
+ * Elsewhere the BLAS packs either way and the copy is lost time (12 % of a 4096^2 SDPA on
+ * OpenBLAS's Haswell kernels, measured on a Zen 5): Q·K^T directly. */
 #define DOT_COPY_MAX_KEYS ((size_t)256)
+
+static int copies_keys(size_t n) { return n <= DOT_COPY_MAX_KEYS && nw_blas_small_products(); }
 
 nwattn_status nw_scale_check(nw_call *call, const nwattn_score *score, size_t d, nw_score *out) {
     (void)d, (void)out;
@@ -35,7 +39,7 @@ static int row_fast(const nw_score *score, size_t d, const float *q, const nw_ke
 
 static size_t prep_floats(size_t n, size_t d) {
     size_t floats;
-    return n > DOT_COPY_MAX_KEYS ? 0 : nw_mul(n, d, &floats) ? floats : SIZE_MAX;
+    return !copies_keys(n) ? 0 : nw_mul(n, d, &floats) ? floats : SIZE_MAX;
 }
 
 static size_t row_floats(size_t m, size_t d) {
@@ -46,7 +50,7 @@ static size_t row_floats(size_t m, size_t d) {
 static void prepare(const nw_score *score, const nw_keys_info *info, size_t n, size_t d,
                     const float *k, size_t ldk, float *kp) {
     (void)score, (void)info;
-    if (n > DOT_COPY_MAX_KEYS)
+    if (!copies_keys(n))
         return;
     for (size_t j = 0; j < n; j++)
         for (size_t l = 0; l < d; l++)
@@ -57,7 +61,7 @@ static void block(const nw_score *score, const nw_keys_info *info, const nw_simd
                   size_t n, size_t d, const float *q, size_t ldq, const float *qs,
                   const float *k, size_t ldk, const float *kp, float *t, size_t ldt) {
     (void)info, (void)simd, (void)qs;
-    if (n > DOT_COPY_MAX_KEYS)
+    if (!copies_keys(n))
         nw_blas_sgemm(1, m, n, d, score->scale, q, ldq, k, ldk, 0.0f, t, ldt);
     else
         nw_blas_sgemm(0, m, n, d, score->scale, q, ldq, kp, n, 0.0f, t, ldt);

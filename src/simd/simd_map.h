@@ -103,6 +103,10 @@ NW_MAP_INLINE nw_vf nw_exp_nan(nw_vf x, nw_vf y) { /* scalef keeps the NaN */
 NW_MAP_INLINE nw_vf nw_pow2_bits(nw_vf x) {
     return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_castps_si512(x), 23));
 }
+/* 0 in the lanes where x < lo (ordered: NaN lanes keep y). */
+NW_MAP_INLINE nw_vf nw_zero_below(nw_vf x, nw_vf lo, nw_vf y) {
+    return _mm512_mask_mov_ps(y, _mm512_cmp_ps_mask(x, lo, _CMP_LT_OQ), _mm512_setzero_ps());
+}
 
 /* =================================================================================== AVX2 == */
 #elif NW_SIMD_MAP == NW_SIMD_LEVEL_AVX2
@@ -186,6 +190,9 @@ NW_MAP_INLINE nw_vf nw_exp_nan(nw_vf x, nw_vf y) {
 }
 NW_MAP_INLINE nw_vf nw_pow2_bits(nw_vf x) {
     return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_castps_si256(x), 23));
+}
+NW_MAP_INLINE nw_vf nw_zero_below(nw_vf x, nw_vf lo, nw_vf y) {
+    return _mm256_andnot_ps(_mm256_cmp_ps(x, lo, _CMP_LT_OQ), y);
 }
 
 /* ================================================================================ generic == */
@@ -295,6 +302,9 @@ NW_MAP_INLINE nw_vf nw_pow2_bits(nw_vf x) {
     }
     return r;
 }
+NW_MAP_INLINE nw_vf nw_zero_below(nw_vf x, nw_vf lo, nw_vf y) {
+    NW_LANES(x.l[i_] < lo.l[i_] ? 0.0f : y.l[i_]);
+}
 
 #undef NW_LANES
 #else
@@ -337,6 +347,12 @@ NW_MAP_INLINE nw_vf nw_exp_term(nw_vf x) {
     p = nw_fmadd(p, r, nw_set1(NW_VEXP_T4));
     p = nw_fmadd(p, r, nw_set1(1.0f));
     return nw_mul(p, nw_pow2_bits(kf));
+}
+
+/* nw_exp_term with exactly 0 below NW_VEXP_TERM_LO (masked keys, -INFINITY, give 0): for tiles
+ * of scores minus a shift at least their maximum (simd.h exp_sumf, exp_sum_dot). */
+NW_MAP_INLINE nw_vf nw_exp_term0(nw_vf x) {
+    return nw_zero_below(x, nw_set1(NW_VEXP_TERM_LO), nw_exp_term(x));
 }
 
 #endif /* NWATTN_SIMD_MAP_H */

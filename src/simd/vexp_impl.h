@@ -32,8 +32,8 @@ static float exp_sumf(float *x, size_t n, float shift) {
     nw_vf s0 = nw_zero(), s1 = s0;
     size_t j = 0;
     for (; j + 2 * NW_VL <= n; j += 2 * NW_VL) {
-        const nw_vf a = nw_exp(nw_sub(nw_load(x + j), sh));
-        const nw_vf b = nw_exp(nw_sub(nw_load(x + j + NW_VL), sh));
+        const nw_vf a = nw_exp_term0(nw_sub(nw_load(x + j), sh));
+        const nw_vf b = nw_exp_term0(nw_sub(nw_load(x + j + NW_VL), sh));
         nw_store(x + j, a);
         nw_store(x + j + NW_VL, b);
         s0 = nw_add(s0, a);
@@ -41,7 +41,7 @@ static float exp_sumf(float *x, size_t n, float shift) {
     }
     for (; j < n; j += NW_VL) {
         const nw_vm mask = nw_tail(n - j);
-        const nw_vf a = nw_keep(mask, nw_exp(nw_sub(nw_load_tail(mask, x + j), sh)));
+        const nw_vf a = nw_keep(mask, nw_exp_term0(nw_sub(nw_load_tail(mask, x + j), sh)));
         nw_store_tail(mask, x + j, a);
         s0 = nw_add(s0, a);
     }
@@ -53,8 +53,8 @@ static float exp_sum_dot(const float *x, size_t n, float shift, const float *v, 
     nw_vf s0 = nw_zero(), s1 = s0, a0 = s0, a1 = s0;
     size_t j = 0;
     for (; j + 2 * NW_VL <= n; j += 2 * NW_VL) {
-        const nw_vf e0 = nw_exp(nw_sub(nw_load(x + j), sh));
-        const nw_vf e1 = nw_exp(nw_sub(nw_load(x + j + NW_VL), sh));
+        const nw_vf e0 = nw_exp_term0(nw_sub(nw_load(x + j), sh));
+        const nw_vf e1 = nw_exp_term0(nw_sub(nw_load(x + j + NW_VL), sh));
         s0 = nw_add(s0, e0);
         s1 = nw_add(s1, e1);
         a0 = nw_fmadd(e0, nw_load(v + j), a0);
@@ -62,7 +62,7 @@ static float exp_sum_dot(const float *x, size_t n, float shift, const float *v, 
     }
     for (; j < n; j += NW_VL) {
         const nw_vm mask = nw_tail(n - j);
-        const nw_vf e = nw_keep(mask, nw_exp(nw_sub(nw_load_tail(mask, x + j), sh)));
+        const nw_vf e = nw_keep(mask, nw_exp_term0(nw_sub(nw_load_tail(mask, x + j), sh)));
         s0 = nw_add(s0, e);
         a0 = nw_fmadd(e, nw_load_tail(mask, v + j), a0);
     }
