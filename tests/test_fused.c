@@ -293,18 +293,22 @@ static void test_dist1_far_keys(void **state) {
                                    o_ref, 1, 0, w, 2, 0, lse_ref, 0));
             for (int i = 0; i < 3; i++)
                 assert_true(fabsf(lse[i] - lse_ref[i]) <= 1e-6f * fabsf(lse_ref[i]));
-            /* 600 keys: a cluster at 1000 and one key at 0; queries between them. */
+            /* 600 keys: a cluster at 10 and one key at 0; queries between them, every score
+             * below -86 (h = 0.3 or 0.02) but small enough that float scores (about 3 ulp of
+             * 300) keep the outputs within 1e-4 of the reference on every table, FMA or not.
+             * Without the fallback the clamped terms average all 600 values. */
+            sc.bandwidth = kind == 0 ? 0.3f : 0.02f;
             at_rng r = {31 + (uint64_t)threads};
-            float *kk = at_random(&r, 600, 999.0f, 1001.0f), *vv = at_random(&r, 600, -1.0f, 1.0f);
+            float *kk = at_random(&r, 600, 9.9f, 10.1f), *vv = at_random(&r, 600, -1.0f, 1.0f);
             kk[300] = 0.0f;
-            float *qq = at_random(&r, 70, 400.0f, 600.0f), *oo = at_filled(70, 0.0f);
+            float *qq = at_random(&r, 70, 4.0f, 6.0f), *oo = at_filled(70, 0.0f);
             float *oo_ref = at_filled(70, 0.0f);
             AT_OK(ctx, nwattn_pool(ctx, &sc, NULL, 1, 70, 600, 1, 1, qq, 1, 0, kk, 1, 0, vv, 1,
                                    0, oo, 1, 0, NULL, 0, 0, NULL, 0));
             AT_OK(ref, nwattn_pool(ref, &sc, NULL, 1, 70, 600, 1, 1, qq, 1, 0, kk, 1, 0, vv, 1,
                                    0, oo_ref, 1, 0, NULL, 0, 0, NULL, 0));
             for (size_t i = 0; i < 70; i++)
-                assert_true(fabsf(oo[i] - oo_ref[i]) <= 1e-5f);
+                assert_true(fabsf(oo[i] - oo_ref[i]) <= 1e-4f);
             free(kk), free(vv), free(qq), free(oo), free(oo_ref);
             nwattn_context_destroy(ctx);
             nwattn_context_destroy(ref);
