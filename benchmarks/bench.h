@@ -61,6 +61,9 @@ void naive_mha(size_t batch, size_t t, size_t e, size_t heads, const float *x, c
 void naive_bmm(size_t batch, size_t m, size_t n, size_t k, const float *a, const float *b,
                float *c);
 
+/* What a default context runs on (nwattn_context_describe's line; "" if none is created). */
+void bench_context_line(char *line, size_t size);
+
 /* ---- JSON report ------------------------------------------------------------------------- */
 typedef struct bench_json {
     FILE *file; /* NULL: no report */

@@ -147,9 +147,7 @@ int bench_json_open(bench_json *j, const char *path) {
     return j->file ? 0 : -1;
 }
 
-/* The vector kernels the library runs (nwattn_context_describe's "simd=" field), and the
- * whole line of what the context runs on. */
-static void context_line(char *line, size_t size) {
+void bench_context_line(char *line, size_t size) {
     nwattn_context *ctx = NULL;
     line[0] = '\0';
     if (nwattn_context_create(&ctx) == NWATTN_OK)
@@ -171,7 +169,7 @@ void bench_json_header(bench_json *j, const char *threads_list, int reps, int qu
     fputs(", \"blas_core\": ", f);
     json_string(f, openblas_get_corename());
     char line[512], kernels[32] = "unknown";
-    context_line(line, sizeof line);
+    bench_context_line(line, sizeof line);
     if (strncmp(line, "simd=", 5) == 0)
         snprintf(kernels, sizeof kernels, "%.*s", (int)strcspn(line + 5, " "), line + 5);
     fprintf(f, ", \"vector_kernels\": \"%s\", \"nwattn\": \"%s\", \"context\": ", kernels,

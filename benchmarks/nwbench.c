@@ -833,14 +833,9 @@ int main(int argc, char **argv) {
     printf("# nwbench: %s, %ld cores online, %s (%s), libnwattn %s\n", bench_cpu_name(),
            sysconf(_SC_NPROCESSORS_ONLN), openblas_get_config(), openblas_get_corename(),
            nwattn_version_string());
-    {
-        nwattn_context *ctx = NULL;
-        char line[512] = "";
-        if (nwattn_context_create(&ctx) == NWATTN_OK)
-            nwattn_context_describe(ctx, line, sizeof line);
-        nwattn_context_destroy(ctx);
-        printf("# %s\n", line);
-    }
+    char line[512];
+    bench_context_line(line, sizeof line);
+    printf("# %s\n", line);
     header();
     const struct {
         const char *name;

@@ -25,22 +25,13 @@ import platform
 import statistics
 import subprocess
 import sys
-import time
 
 import machine
+from torch_rival import _best  # the same timer: best of `calls` runs
 
 # A venv's numpy 2 cannot load the optional compiled extension built against Debian's numpy
 # 1.x; the pure ctypes binding costs microseconds a call, nothing at these sizes.
 os.environ.setdefault("NWATTN_EXTENSION", "off")
-
-
-def _best(fn, calls):
-    best = float("inf")
-    for _ in range(calls):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
 
 
 def _cases(threads, quick, only):

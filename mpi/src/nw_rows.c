@@ -12,14 +12,7 @@
 #define BLOCK_DOUBLES ((size_t)1 << 16)
 
 void nm_rows_model(const nwattn_regression *model, size_t d, size_t dv, nw_model *out) {
-    memset(out, 0, sizeof *out);
-    out->kernel = model->kernel;
-    out->degree = model->degree;
-    out->empty = model->empty;
-    out->d = d;
-    out->dv = dv;
-    out->p = model->degree == NWATTN_LOCAL_LINEAR ? d + 1 : 1;
-    out->tolerance = NWATTN_NW_TOLERANCE_DEFAULT; /* unused: the reference rows */
+    *out = nw_model_of(model, d, dv, NWATTN_NW_TOLERANCE_DEFAULT); /* unused: reference rows */
 }
 
 /* The layout of one query's part: [t_near, sums, (nearest) best t, count, sum of y]. */

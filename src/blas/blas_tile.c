@@ -326,8 +326,7 @@ static void run_unit(const nw_tiled_plan *plan, size_t index, size_t worker) {
      * row is in cache (a one-column sgemm is several times slower than that). */
     const int dot_values = a->dv == 1 && a->ldv == 1;
     const int direct = is_direct(&u);
-    const int dist1 = dot_values && a->d == 1 && direct && a->score.desc->dist1 &&
-                      u.info->finite && u.scale == 1.0;
+    const int dist1 = plan->one_pass && direct && u.info->finite && u.scale == 1.0;
     for (size_t j0 = 0; j0 < keys; j0 += u.bn) {
         const size_t cols = min_size(u.bn, keys - j0);
         score_tile(&u, j0, cols, u.s, u.bn, 0);

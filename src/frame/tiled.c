@@ -26,7 +26,8 @@ static void plan_init(nw_tiled_plan *plan, const nw_tile_provider *provider,
     plan->scratch = NULL;
     plan->item = NULL;
     plan->info_store = NULL;
-    nw_tile_shape(a->tiles, a->m, a->n, a->d, a->dv, one_pass_rows(a), &plan->bm, &plan->bn);
+    plan->one_pass = one_pass_rows(a);
+    nw_tile_shape(a->tiles, a->m, a->n, a->d, a->dv, plan->one_pass, &plan->bm, &plan->bn);
     plan->blocks = plan->bm > 0 ? (a->m + plan->bm - 1) / plan->bm : 0;
     plan->items = a->batch * a->heads; /* <= batch·heads·m, which the checks bounded */
     plan->unit_bytes = provider->unit_bytes(a, plan->bm, plan->bn);

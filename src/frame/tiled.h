@@ -38,6 +38,7 @@ typedef struct nw_tiled_plan {
     const nw_pool_args *a;
     const nw_tile_provider *provider;
     size_t bm, bn;       /* query rows and keys per tile */
+    int one_pass;        /* the problem fits the one-pass 1-D distance row (blas_tile.c) */
     size_t blocks;       /* query blocks per item */
     size_t items;        /* batch · heads */
     size_t shared_bytes; /* the items' key information, before the workers' scratch */

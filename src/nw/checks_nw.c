@@ -28,13 +28,8 @@ nwattn_status nw_check_model(nwattn_context *ctx, const nwattn_regression *model
         return nw_fail(ctx, NWATTN_ERR_BAD_DIMENSION, "d is 0: regression needs inputs");
     if (d > SIZE_MAX / 64 || dv > SIZE_MAX / 64) /* so that d + 1 and 4·p below cannot wrap */
         return nw_fail(ctx, NWATTN_ERR_OVERFLOW, "d = %zu and dv = %zu are too large", d, dv);
-    out->kernel = model->kernel;
-    out->degree = model->degree;
-    out->empty = model->empty;
-    out->d = d;
-    out->dv = dv;
-    out->p = model->degree == NWATTN_LOCAL_LINEAR ? d + 1 : 1;
-    out->tolerance = ctx->nw_tolerance > 0.0 ? ctx->nw_tolerance : NWATTN_NW_TOLERANCE_DEFAULT;
+    *out = nw_model_of(model, d, dv,
+                       ctx->nw_tolerance > 0.0 ? ctx->nw_tolerance : NWATTN_NW_TOLERANCE_DEFAULT);
     /* The per-row sums hold (1 + d)·(p·p + p·dv) doubles: keep that far from overflow. */
     size_t p2, pdv, one, all, bytes;
     if (!nw_mul(out->p, out->p, &p2) || !nw_mul(out->p, dv, &pdv) || !nw_add(p2, pdv, &one) ||

@@ -27,6 +27,14 @@ typedef struct nw_model {
     double tolerance; /* the Gaussian fast sums' relative error bound (the context's) */
 } nw_model;
 
+/* The model of a validated nwattn_regression for d inputs and dv outputs. */
+static inline nw_model nw_model_of(const nwattn_regression *model, size_t d, size_t dv,
+                                   double tolerance) {
+    nw_model out = {model->kernel, model->degree, model->empty, d, dv,
+                    model->degree == NWATTN_LOCAL_LINEAR ? d + 1 : 1, tolerance};
+    return out;
+}
+
 /* Whether the kernel is zero beyond t = 1. */
 static inline int nw_kernel_compact(nwattn_kernel kernel) {
     return kernel == NWATTN_KERNEL_EPANECHNIKOV || kernel == NWATTN_KERNEL_TRICUBE ||
