@@ -3,6 +3,7 @@
  * T = 1, dv != d, wide rows that shrink the tiles, padded layouts and broadcast keys. Also:
  * thread counts give identical bits, working memory stays tile-sized, fully masked rows. */
 #include "attn_testutil.h"
+#include <float.h>
 
 #define SENTINEL 12345.0f
 
@@ -285,8 +286,8 @@ static void test_dist1_far_keys(void **state) {
             nwattn_context *ctx = at_context(NWATTN_BACKEND_FUSED, threads);
             AT_OK(ctx, nwattn_pool(ctx, &sc, NULL, 1, 3, 2, 1, 1, q, 1, 0, k, 1, 0, v, 1, 0,
                                    o, 1, 0, NULL, 0, 0, lse, 0));
-            for (int i = 0; i < 3; i++)
-                assert_true(o[i] == 3.0f && isfinite(lse[i]));
+            for (int i = 0; i < 3; i++) /* a few ulp: the base-2 exponent's rounding */
+                assert_true(fabsf(o[i] - 3.0f) <= 4.0f * 3.0f * FLT_EPSILON && isfinite(lse[i]));
             nwattn_context *ref = at_context(NWATTN_BACKEND_REFERENCE, 1);
             float o_ref[3], lse_ref[3];
             AT_OK(ref, nwattn_pool(ref, &sc, NULL, 1, 3, 2, 1, 1, q, 1, 0, k, 1, 0, v, 1, 0,

@@ -45,13 +45,16 @@ typedef struct nw_simd {
      * expansion, no cancellation); returns their maximum. */
     float (*dist1)(int gaussian, float u, float inv_h, const float *k, size_t n, float *s);
     /* The one-dimensional row of the fused pooling in one pass, nothing stored: with d_j =
-     * u - k[j] and the term exponent x_j = c d_j^2 - shift (Gaussian; c = nw_dist1_coefficient
-     * (inv_h), one product then one fused multiply-add) or x_j = -|d_j| inv_h - shift (Laplace,
-     * one fused multiply-add), returns sum_j exp(x_j) and sets *dot = sum_j exp(x_j) v[j], in
-     * float lanes (a tile of keys). shift is at least the largest score (x_j <= 0 up to the
-     * last rounding: nw_dist1_bound). The exponentials are simd_map.h's nw_exp_term: within
-     * 2 ulp, and x_j < -86 counts as -86 (4.5e-38; the caller keeps the row's sum above 2^-40,
-     * so such a term changes it by less than 2^-84 relative); v may hold anything. */
+     * u - k[j] and x_j = c d_j^2 - shift (Gaussian; c = nw_dist1_coefficient(inv_h)) or
+     * x_j = -|d_j| inv_h - shift (Laplace), returns sum_j exp(x_j) and sets *dot =
+     * sum_j exp(x_j) v[j], in float lanes (a tile of keys). The exponent is formed in base 2,
+     * c · log2 e and shift · log2 e rounded to float, one product then one fused multiply-add
+     * per key (Gaussian; Laplace one fused multiply-add), its term simd_map.h's nw_exp2_term:
+     * within 1.8 ulp of 2 to the rounded exponent, whose rounding is |x_j| 2^-24 relative as
+     * the base-e exponent's (see docs/numerics.md). shift is at least the largest score
+     * (x_j <= 0 up to the last rounding: nw_dist1_bound); x_j below -86 counts as -86 (4.5e-38;
+     * the caller keeps the row's sum above 2^-40, so such a term changes it by less than 2^-84
+     * relative); v may hold anything. */
     float (*dist1_exp_dot)(int gaussian, float u, float inv_h, const float *k, const float *v,
                            size_t n, float shift, float *dot);
     /* *lo and *hi = the smallest and largest of x[0 .. n-1]; n > 0, no NaN. */

@@ -20,6 +20,16 @@
 #define NW_VEXP_T3 0x1.fffdb6p-2f
 #define NW_VEXP_T4 0x1.ffffecp-1f
 #define NW_VEXP_LOG2E 1.44269504088896341f
+/* The same polynomial for 2^r (simd_map.h nw_exp2_term, dist1_exp_dot's terms, whose exponent
+ * is formed in base 2 so that r = x - round(x) needs no Cody-Waite reduction): the
+ * coefficients above times ln 2 ^ k, rounded to float, 2^r ~ 1 + r (B4 + r (B3 + ... r B0)).
+ * Inputs below NW_VEXP2_TERM_LO (2^-124 = 4.7e-38) count as NW_VEXP2_TERM_LO. */
+#define NW_VEXP2_TERM_LO (-124.0f)
+#define NW_VEXP2_B0 0x1.59ed2cp-10f
+#define NW_VEXP2_B1 0x1.3cee16p-7f
+#define NW_VEXP2_B2 0x1.c6bcap-5f
+#define NW_VEXP2_B3 0x1.ebf9acp-3f
+#define NW_VEXP2_B4 0x1.62e422p-1f
 /* ln 2 = C1 + C2, C1 with 9 significant bits so that n · C1 is exact for |n| <= 151. */
 #define NW_VEXP_C1 0.693359375f
 #define NW_VEXP_C2 (-2.12194440e-4f)
