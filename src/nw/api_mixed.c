@@ -83,15 +83,14 @@ static nwattn_status check_values(nwattn_context *ctx, const char *name,
     return NWATTN_OK;
 }
 
-/* The columns with a slope under estimator (none for the local constant one and the density). */
-static size_t slope_columns(const nwattn_var_type *types, size_t d,
-                            nwattn_mixed_estimator estimator) {
-    size_t count = 0;
-    for (size_t c = 0; c < d; c++)
-        count += estimator == NWATTN_MIXED_LOCAL_LINEAR_ALL ||
-                 (estimator == NWATTN_MIXED_LOCAL_LINEAR && types[c] == NWATTN_VAR_CONTINUOUS);
-    return count;
+/* Whether a column of the type has a slope under estimator (none for the local constant one
+ * and the density). */
+static int has_slope(nwattn_var_type type, nwattn_mixed_estimator estimator) {
+    return estimator == NWATTN_MIXED_LOCAL_LINEAR_ALL ||
+           (estimator == NWATTN_MIXED_LOCAL_LINEAR && type == NWATTN_VAR_CONTINUOUS);
 }
+
+_Static_assert(sizeof(size_t) <= sizeof(double), "a size_t fits in a double's slot");
 
 /* Counts each column's distinct values (sorting a copy in the workspace); an Aitchison-Aitken
  * column needs two at least. Lays out the regression rows' memory for estimator. */
@@ -100,7 +99,9 @@ static nwattn_status prepare(nwattn_context *ctx, mixed *mx, const nwattn_var_ty
                              const float *x, size_t ldx) {
     if (d > SIZE_MAX / 64)
         return nw_fail(ctx, NWATTN_ERR_OVERFLOW, "working memory for d = %zu overflows", d);
-    const size_t slopes = slope_columns(types, d, estimator);
+    size_t slopes = 0, pp;
+    for (size_t c = 0; c < d; c++)
+        slopes += (size_t)has_slope(types[c], estimator);
     const nw_model model = {NWATTN_KERNEL_GAUSSIAN,
                             slopes > 0 ? NWATTN_LOCAL_LINEAR : NWATTN_LOCAL_CONSTANT,
                             NWATTN_EMPTY_NAN,
@@ -111,12 +112,14 @@ static nwattn_status prepare(nwattn_context *ctx, mixed *mx, const nwattn_var_ty
     /* doubles: levels, inv_scale (d each), z (p), sums, finish work; then lin (p size_t) and
      * the sort's 2n floats, each rounded up to whole doubles */
     size_t doubles = 2 * d + model.p, floats, extra;
-    if (!nw_add(doubles, nw_sums_doubles(&model, 0), &doubles) ||
+    if (!nw_mul(model.p, model.p, &pp) || pp > SIZE_MAX / 4 || /* the sums' and solve's p^2 */
+        !nw_add(doubles, nw_sums_doubles(&model, 0), &doubles) ||
         !nw_add(doubles, nw_finish_work_doubles(&model), &doubles) ||
         !nw_add(doubles, model.p, &doubles) || /* lin, as size_t (<= 8 bytes each) */
         !nw_mul(n, 2, &floats) || !nw_add(floats, 1, &extra) ||
         !nw_add(doubles, extra / 2 + 1, &doubles) || doubles > SIZE_MAX / sizeof(double))
-        return nw_fail(ctx, NWATTN_ERR_OVERFLOW, "working memory for n = %zu overflows", n);
+        return nw_fail(ctx, NWATTN_ERR_OVERFLOW, "working memory for n = %zu, d = %zu overflows",
+                       n, d);
     void *mem;
     NW_TRY(nw_workspace(ctx, doubles * sizeof(double), &mem));
     mx->types = types;
@@ -131,8 +134,7 @@ static nwattn_status prepare(nwattn_context *ctx, mixed *mx, const nwattn_var_ty
     float *col = (float *)(void *)(mx->work + nw_finish_work_doubles(&model) + model.p),
           *tmp = col + n;
     for (size_t c = 0, a = 0; c < d; c++)
-        if (estimator == NWATTN_MIXED_LOCAL_LINEAR_ALL ||
-            (estimator == NWATTN_MIXED_LOCAL_LINEAR && types[c] == NWATTN_VAR_CONTINUOUS))
+        if (has_slope(types[c], estimator))
             mx->lin[a++] = c;
     for (size_t c = 0; c < d; c++) {
         for (size_t j = 0; j < n; j++)
