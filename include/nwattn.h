@@ -852,7 +852,10 @@ typedef struct nwattn_cv_report {
  * on x and CV prefers average pooling); with d > 1 it only says where BFGS started.
  * Ties on the grid go to the larger bandwidth.
  * Outputs: bandwidths (d floats, always finite and > 0), report (optional), and the grid's CV
- * curve (optional): curve_scales and curve_cv of options' grid_points entries each. */
+ * curve (optional): curve_scales and curve_cv of options' grid_points entries each.
+ * With observation weights (survey, importance or frequency weights): the newer
+ * nwattn_nw_select_bandwidth_weighted below (the same search; weights all 1 give this call's
+ * answer bit for bit). */
 NWATTN_API nwattn_status nwattn_nw_select_bandwidth(nwattn_context *ctx,
                                                     const nwattn_regression *model,
                                                     size_t n, size_t d, size_t dv,
@@ -994,7 +997,10 @@ NWATTN_API nwattn_status nwattn_nw_inference(nwattn_context *ctx, const nwattn_r
  *     (rows with sd* = 0 left out of the max), covering all m queries at once.
  * Quantiles interpolate linearly between order statistics (numpy's default). The same seed
  * gives the same bands everywhere. level in (0, 1). Outputs (m doubles each) optional; flagged
- * rows as in nwattn_nw_inference. Working memory m·(n + replicates) doubles. */
+ * rows as in nwattn_nw_inference. Working memory m·(n + replicates) doubles.
+ * These percentile bands under-cover (91.1-94.2 % pointwise for a nominal 95 % in
+ * docs/regression.md's simulation): the newer nwattn_nw_bootstrap_t_bands below (studentised,
+ * bootstrap-t; the same draws for the same seed) covers 93.1-95.5 % there. */
 NWATTN_API nwattn_status nwattn_nw_bootstrap_bands(nwattn_context *ctx,
                                                    const nwattn_regression *model,
                                                    const float *bandwidths, size_t n, size_t d,
@@ -1088,7 +1094,7 @@ typedef enum nwattn_var_type {
  * query whose weights are all 0 (exact matching on a category no training point has) gets
  * NaN. types: d values; bandwidths: d floats (h > 0 for continuous columns, lambda in [0, 1]
  * for the others); y: n floats. n >= 1. Agrees with statsmodels' KernelReg(var_type,
- * reg_type='lc') to 1e-6 relative. */
+ * reg_type='lc') to 1e-6 relative. Local linear: nwattn_mixed_predict_estimator below. */
 NWATTN_API nwattn_status nwattn_mixed_predict(nwattn_context *ctx, const nwattn_var_type *types,
                                               const float *bandwidths, size_t m, size_t n,
                                               size_t d, const float *xq, size_t ldq,
@@ -1098,11 +1104,76 @@ NWATTN_API nwattn_status nwattn_mixed_predict(nwattn_context *ctx, const nwattn_
 /* Leave-one-out CV of that regression at n_bw bandwidth vectors (ldb apart): cv[g] =
  * sum_i w_i (y_i - yhat_-i(x_i))^2 / sum w (one unit of weight left out; +INFINITY if some
  * leave-one-out row has no weight). With unit weights it is statsmodels' KernelReg.cv_loo (to
- * 1e-6). Needs 2 points of positive weight. O(n^2 d) per bandwidth vector. */
+ * 1e-6). Needs 2 points of positive weight. O(n^2 d) per bandwidth vector. Local linear:
+ * nwattn_mixed_cv_estimator below. */
 NWATTN_API nwattn_status nwattn_mixed_cv(nwattn_context *ctx, const nwattn_var_type *types,
                                          size_t n_bw, const float *bandwidths, size_t ldb,
                                          size_t n, size_t d, const float *x, size_t ldx,
                                          const float *y, const float *obs_weights, double *cv);
+
+/* Which estimator nwattn_mixed_predict_estimator and nwattn_mixed_cv_estimator compute, with
+ * the product kernel K_j = w_j prod_k K_k(q_k, x_jk) above (observation weights w_j):
+ *   NWATTN_MIXED_LOCAL_CONSTANT   sum_j K_j y_j / sum_j K_j (nwattn_mixed_predict; statsmodels'
+ *                                 reg_type 'lc', R np's regtype "lc").
+ *   NWATTN_MIXED_LOCAL_LINEAR     yhat(q) = a, (a, b) minimising sum_j K_j (y_j - a - b'z_j)^2
+ *                                 with z_j = (x_jk - q_k)_k over the CONTINUOUS columns only;
+ *                                 the categorical columns enter through their kernels alone.
+ *                                 R np's npreg(regtype = "ll") (Li & Racine 2004, "Cross-
+ *                                 validated local linear nonparametric regression"). The
+ *                                 principled default: a slope in an unordered category's code
+ *                                 depends on how the categories happen to be numbered. Without
+ *                                 continuous columns it is the local constant estimate.
+ *   NWATTN_MIXED_LOCAL_LINEAR_ALL the same with z_j over EVERY column, categorical codes
+ *                                 included (a slope per code unit): statsmodels'
+ *                                 KernelReg(reg_type = 'll') (_est_loc_linear), for parity.
+ * Local linear fits reproduce y = a + b'x exactly in the columns of z (any bandwidths). Each
+ * row's (1 + |z|)-square system takes nwattn_nw_predict's singular rule: the moment matrix,
+ * equilibrated by its diagonal, with a reciprocal condition number (LAPACK dpocon) below 1e-7
+ * makes the row fall back to the local constant estimate with the same weights, flagged
+ * NWATTN_ROW_SINGULAR (statsmodels solves with a pseudo-inverse instead: with
+ * NWATTN_MIXED_LOCAL_LINEAR_ALL and an unordered lambda = 0, where every weighted point shares
+ * the query's code, its fit drops that column's slope and ours is the local constant one). */
+typedef enum nwattn_mixed_estimator {
+    NWATTN_MIXED_LOCAL_CONSTANT = 0,
+    NWATTN_MIXED_LOCAL_LINEAR = 1,    /* slopes in the continuous columns: R np */
+    NWATTN_MIXED_LOCAL_LINEAR_ALL = 2 /* slopes in every column, codes too: statsmodels */
+} nwattn_mixed_estimator;
+
+/* nwattn_mixed_predict with a choice of estimator (an unknown one is NWATTN_ERR_BAD_ENUM).
+ * NWATTN_MIXED_LOCAL_CONSTANT gives nwattn_mixed_predict's fit bit for bit. A row whose
+ * weights are all 0 is NaN and flagged NWATTN_ROW_EMPTY; a singular local linear row is
+ * flagged NWATTN_ROW_SINGULAR (see above). row_flags (m bytes) and n_flagged (their count) are
+ * optional (m == 0 writes only *n_flagged = 0). In double, on the calling thread,
+ * O(n · (d + p^2) + p^3) per query with p the number of unknowns (1, 1 + the continuous
+ * columns, or 1 + d). Accuracy (tested): NWATTN_MIXED_LOCAL_LINEAR_ALL agrees with
+ * statsmodels' KernelReg(var_type, reg_type='ll') to 1e-9 relative (measured: 6e-13 at most,
+ * benchmarks/mixed_parity.py); both local linear estimators agree with a direct weighted
+ * least-squares solve in long double to 1e-11; with every column continuous both are
+ * nwattn_nw_predict's local linear Gaussian fit (nwattn_nw_inference's, to 1e-12). */
+NWATTN_API nwattn_status nwattn_mixed_predict_estimator(nwattn_context *ctx,
+                                                        const nwattn_var_type *types,
+                                                        nwattn_mixed_estimator estimator,
+                                                        const float *bandwidths, size_t m,
+                                                        size_t n, size_t d, const float *xq,
+                                                        size_t ldq, const float *x, size_t ldx,
+                                                        const float *y, const float *obs_weights,
+                                                        double *fit, unsigned char *row_flags,
+                                                        size_t *n_flagged);
+
+/* nwattn_mixed_cv with a choice of estimator: the leave-one-out CV of that estimator (one unit
+ * of weight left out, each leave-one-out row solved afresh; +INFINITY if some leave-one-out row
+ * has no weight). flagged (n_bw, optional): the leave-one-out rows flagged empty or singular
+ * at each bandwidth vector. NWATTN_MIXED_LOCAL_CONSTANT gives nwattn_mixed_cv's values bit for
+ * bit; NWATTN_MIXED_LOCAL_LINEAR_ALL with unit weights is statsmodels' KernelReg.cv_loo with
+ * reg_type 'll' (where no row is singular, and every category has two points at least: it
+ * counts the Aitchison-Aitken c per fold). O(n^2 (d + p^2) + n p^3) per bandwidth vector. */
+NWATTN_API nwattn_status nwattn_mixed_cv_estimator(nwattn_context *ctx,
+                                                   const nwattn_var_type *types,
+                                                   nwattn_mixed_estimator estimator, size_t n_bw,
+                                                   const float *bandwidths, size_t ldb, size_t n,
+                                                   size_t d, const float *x, size_t ldx,
+                                                   const float *y, const float *obs_weights,
+                                                   double *cv, size_t *flagged);
 
 /* The mixed-data density at m queries: f(q) = sum_j w_j prod_k K_k / sum w (continuous factors
  * normalised, categorical ones as above: statsmodels' KDEMultivariate(var_type) with

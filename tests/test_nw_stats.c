@@ -698,6 +698,348 @@ static void test_mixed(void **state) {
     nwattn_context_destroy(ctx);
 }
 
+
+/* ---- Mixed data, local linear ----------------------------------------------------------------
+ * The header's kernels and a direct weighted least-squares solve (long double, Gaussian
+ * elimination with partial pivoting), written here independently of the library. */
+static double mixed_column_kernel(nwattn_var_type type, double h, double levels, double a,
+                                  double b) {
+    const double dist = fabs(a - b);
+    switch (type) {
+    case NWATTN_VAR_CONTINUOUS:
+        return exp(-0.5 * (a - b) * (a - b) / (h * h)) / (h * 2.5066282746310002);
+    case NWATTN_VAR_UNORDERED:
+        return dist == 0.0 ? 1.0 - h : h / (levels - 1.0);
+    case NWATTN_VAR_ORDERED:
+        return dist == 0.0 ? 1.0 - h : 0.5 * (1.0 - h) * pow(h, dist);
+    case NWATTN_VAR_UNORDERED_LI_RACINE:
+        return dist == 0.0 ? 1.0 : h;
+    case NWATTN_VAR_ORDERED_LI_RACINE:
+        return pow(h, dist);
+    }
+    return 0.0;
+}
+
+enum { ML_MAXP = 5 };
+
+/* The weighted least-squares intercept at q with regressors (1, x_c - q_c) for the columns c
+ * with slope[c] set; point skip with one unit of weight out. Returns 0 if the system is
+ * singular (a zero pivot). */
+static int mixed_wls(const nwattn_var_type *types, const double *levels, const int *slope,
+                     const float *h, size_t n, size_t d, const float *x, const float *y,
+                     const float *w, const float *q, size_t skip, double *fit) {
+    long double a[ML_MAXP][ML_MAXP + 1] = {{0}};
+    size_t cols[ML_MAXP - 1], p = 1;
+    for (size_t c = 0; c < d; c++)
+        if (slope[c])
+            cols[p++ - 1] = c;
+    for (size_t j = 0; j < n; j++) {
+        double wj = w != NULL ? (double)w[j] : 1.0;
+        if (j == skip)
+            wj -= fmin(1.0, wj);
+        if (!(wj > 0.0))
+            continue;
+        double k = wj;
+        for (size_t c = 0; c < d; c++)
+            k *= mixed_column_kernel(types[c], h[c], levels[c], q[c], x[j * d + c]);
+        long double z[ML_MAXP];
+        z[0] = 1.0L;
+        for (size_t e = 1; e < p; e++)
+            z[e] = (long double)x[j * d + cols[e - 1]] - (long double)q[cols[e - 1]];
+        for (size_t r = 0; r < p; r++) {
+            for (size_t e = 0; e < p; e++)
+                a[r][e] += (long double)k * z[r] * z[e];
+            a[r][p] += (long double)k * z[r] * (long double)y[j];
+        }
+    }
+    for (size_t c = 0; c < p; c++) {
+        size_t piv = c;
+        for (size_t r = c + 1; r < p; r++)
+            if (fabsl(a[r][c]) > fabsl(a[piv][c]))
+                piv = r;
+        if (a[piv][c] == 0.0L)
+            return 0;
+        for (size_t e = 0; e <= p; e++) {
+            long double t = a[c][e];
+            a[c][e] = a[piv][e];
+            a[piv][e] = t;
+        }
+        for (size_t r = 0; r < p; r++)
+            if (r != c) {
+                const long double f = a[r][c] / a[c][c];
+                for (size_t e = c; e <= p; e++)
+                    a[r][e] -= f * a[c][e];
+            }
+    }
+    *fit = (double)(a[0][p] / a[0][0]);
+    return 1;
+}
+
+typedef struct mixed_data {
+    size_t n;
+    float x[40 * 3], y[40], w[40];
+    double levels[3];
+} mixed_data;
+
+/* Columns c (uniform in [0, 2) on multiples of 1/64), u = j % 3, o = (5j) % 4 (every category
+ * several times); y = sin 2c + 0.5 [u == 1] + 0.2 o + noise; integer weights 0..2. */
+static void make_mixed(mixed_data *s, uint64_t seed) {
+    nwattn_rng rng;
+    nwattn_rng_seed(&rng, seed);
+    s->n = 40;
+    for (size_t j = 0; j < s->n; j++) {
+        s->x[3 * j] = (float)(nwattn_rng_next(&rng) % 128) / 64.0f;
+        s->x[3 * j + 1] = (float)(j % 3);
+        s->x[3 * j + 2] = (float)((5 * j) % 4);
+        s->y[j] = (float)(sin(2.0 * s->x[3 * j]) + 0.5 * (j % 3 == 1) + 0.2 * s->x[3 * j + 2] +
+                          0.3 * nwattn_rng_normal(&rng));
+        s->w[j] = (float)(j < 3 ? 1 : j % 3);
+    }
+    s->levels[0] = 0, s->levels[1] = 3, s->levels[2] = 4;
+}
+
+/* np's local linear (slopes in the continuous columns) and statsmodels' (slopes in every
+ * column) against the direct solve: fits and leave-one-out CV, with and without weights,
+ * with both kernel families; the local constant estimator is nwattn_mixed_predict/_cv bit for
+ * bit. */
+static void test_mixed_local_linear_direct(void **state) {
+    (void)state;
+    nwattn_context *ctx = nt_context(NWATTN_BACKEND_AUTO);
+    mixed_data s;
+    make_mixed(&s, 41);
+    const size_t n = s.n, d = 3, m = 7;
+    float xq[7 * 3];
+    for (size_t i = 0; i < m; i++) {
+        xq[3 * i] = 0.1f + 0.29f * (float)i;
+        xq[3 * i + 1] = (float)(i % 3);
+        xq[3 * i + 2] = (float)((i + 1) % 4);
+    }
+    const nwattn_var_type sets[2][3] = {
+        {NWATTN_VAR_CONTINUOUS, NWATTN_VAR_UNORDERED, NWATTN_VAR_ORDERED},
+        {NWATTN_VAR_CONTINUOUS, NWATTN_VAR_UNORDERED_LI_RACINE, NWATTN_VAR_ORDERED_LI_RACINE}};
+    const float h[2][3] = {{0.3f, 0.2f, 0.4f}, {0.25f, 0.35f, 0.5f}};
+    for (int t = 0; t < 2; t++)
+        for (int est = 0; est < 3; est++)
+            for (int weighted = 0; weighted < 2; weighted++) {
+                const nwattn_mixed_estimator e = (nwattn_mixed_estimator)est;
+                const int slope[3] = {est != 0, est == 2, est == 2};
+                const float *w = weighted ? s.w : NULL;
+                double fit[7], cv, want = 0.0;
+                unsigned char flags[7];
+                size_t n_flagged = 99, cv_flagged = 99;
+                NT_ASSERT_OK(ctx, nwattn_mixed_predict_estimator(ctx, sets[t], e, h[t], m, n, d,
+                                                                 xq, d, s.x, d, s.y, w, fit,
+                                                                 flags, &n_flagged));
+                assert_int_equal(n_flagged, 0);
+                for (size_t i = 0; i < m; i++) {
+                    assert_int_equal(flags[i], 0);
+                    assert_true(mixed_wls(sets[t], s.levels, slope, h[t], n, d, s.x, s.y, w,
+                                          xq + 3 * i, SIZE_MAX, &want));
+                    nt_close("mixed local linear fit vs direct", (size_t)(100 * est + i), fit[i],
+                             want, 1e-12, 1e-11);
+                }
+                NT_ASSERT_OK(ctx, nwattn_mixed_cv_estimator(ctx, sets[t], e, 1, h[t], d, n, d,
+                                                            s.x, d, s.y, w, &cv, &cv_flagged));
+                assert_int_equal(cv_flagged, 0);
+                double sum = 0.0, total = 0.0;
+                for (size_t i = 0; i < n; i++) {
+                    const double wi = w != NULL ? (double)w[i] : 1.0;
+                    if (!(wi > 0.0))
+                        continue;
+                    assert_true(mixed_wls(sets[t], s.levels, slope, h[t], n, d, s.x, s.y, w,
+                                          s.x + 3 * i, i, &want));
+                    sum += wi * ((double)s.y[i] - want) * ((double)s.y[i] - want);
+                    total += wi;
+                }
+                nt_close("mixed local linear cv vs direct", (size_t)est, cv, sum / total, 1e-12,
+                         1e-11);
+                if (est == 0) { /* the local constant functions, bit for bit */
+                    double old_fit[7], old_cv;
+                    NT_ASSERT_OK(ctx, nwattn_mixed_predict(ctx, sets[t], h[t], m, n, d, xq, d,
+                                                           s.x, d, s.y, w, old_fit));
+                    NT_ASSERT_OK(ctx, nwattn_mixed_cv(ctx, sets[t], 1, h[t], d, n, d, s.x, d,
+                                                      s.y, w, &old_cv));
+                    assert_memory_equal(fit, old_fit, sizeof fit);
+                    assert_memory_equal(&cv, &old_cv, sizeof cv);
+                }
+            }
+    nwattn_context_destroy(ctx);
+}
+
+/* Closed forms: local linear reproduces y affine in the columns with a slope (np: the
+ * continuous one; statsmodels: every column) at any bandwidths; the other does not. With
+ * every column continuous both are the continuous local linear Gaussian fit and its CV
+ * (nwattn_nw_inference's fit and nwattn_nw_cv on the reference engine). */
+static void test_mixed_local_linear_closed_forms(void **state) {
+    (void)state;
+    nwattn_context *ctx = nt_context(NWATTN_BACKEND_REFERENCE);
+    mixed_data s;
+    make_mixed(&s, 43);
+    const size_t n = s.n, d = 3;
+    const nwattn_var_type cuo[3] = {NWATTN_VAR_CONTINUOUS, NWATTN_VAR_UNORDERED,
+                                    NWATTN_VAR_ORDERED};
+    const float h[3] = {0.3f, 0.2f, 0.4f};
+    float y_c[40], y_all[40]; /* exact in float: c on multiples of 1/64 */
+    for (size_t j = 0; j < n; j++) {
+        y_c[j] = 2.0f + 3.0f * s.x[3 * j];
+        y_all[j] = y_c[j] - 0.25f * s.x[3 * j + 1] + 0.5f * s.x[3 * j + 2];
+    }
+    const float q[3] = {0.7f, 2.0f, 1.0f};
+    double fit, cv;
+    NT_ASSERT_OK(ctx, nwattn_mixed_predict_estimator(ctx, cuo, NWATTN_MIXED_LOCAL_LINEAR, h, 1, n,
+                                                     d, q, d, s.x, d, y_c, NULL, &fit, NULL,
+                                                     NULL));
+    nt_close("np local linear reproduces a + b c", 0, fit, 2.0 + 3.0 * q[0], 1e-12, 1e-12);
+    NT_ASSERT_OK(ctx, nwattn_mixed_cv_estimator(ctx, cuo, NWATTN_MIXED_LOCAL_LINEAR, 1, h, d, n,
+                                                d, s.x, d, y_c, NULL, &cv, NULL));
+    nt_close("np local linear cv of a + b c", 0, cv, 0.0, 1e-20, 0);
+    const double want_all = 2.0 + 3.0 * q[0] - 0.25 * q[1] + 0.5 * q[2];
+    NT_ASSERT_OK(ctx, nwattn_mixed_predict_estimator(ctx, cuo, NWATTN_MIXED_LOCAL_LINEAR_ALL, h,
+                                                     1, n, d, q, d, s.x, d, y_all, NULL, &fit,
+                                                     NULL, NULL));
+    nt_close("statsmodels' local linear reproduces a + b'x", 0, fit, want_all, 1e-12, 1e-12);
+    NT_ASSERT_OK(ctx, nwattn_mixed_predict_estimator(ctx, cuo, NWATTN_MIXED_LOCAL_LINEAR, h, 1, n,
+                                                     d, q, d, s.x, d, y_all, NULL, &fit, NULL,
+                                                     NULL));
+    assert_true(fabs(fit - want_all) > 1e-3); /* np's smooths the codes instead */
+    /* every column continuous */
+    enum { M = 6 };
+    const nwattn_var_type cc[2] = {NWATTN_VAR_CONTINUOUS, NWATTN_VAR_CONTINUOUS};
+    float x2[40 * 2], xq[M * 2];
+    for (size_t j = 0; j < n; j++)
+        x2[2 * j] = s.x[3 * j], x2[2 * j + 1] = 0.5f * s.x[3 * j + 2] + 0.01f * (float)(j % 7);
+    for (size_t i = 0; i < M; i++)
+        xq[2 * i] = 0.2f + 0.3f * (float)i, xq[2 * i + 1] = 0.1f * (float)i;
+    const float h2[2] = {0.35f, 0.6f};
+    const nwattn_regression ll = {NWATTN_KERNEL_GAUSSIAN, NWATTN_LOCAL_LINEAR, NWATTN_EMPTY_NAN};
+    double want[M], got[M], want_cv, got_cv;
+    NT_ASSERT_OK(ctx, nwattn_nw_inference(ctx, &ll, h2, n, 2, x2, 2, s.y, s.w,
+                                          NWATTN_VARIANCE_HOMOSCEDASTIC, M, xq, 2, want, NULL,
+                                          NULL, 2, NULL, 2, NULL));
+    NT_ASSERT_OK(ctx, nwattn_nw_cv(ctx, &ll, n, 2, 1, x2, 2, s.y, 1, 1, h2, 2, &want_cv, NULL, 2,
+                                   NULL));
+    for (int est = 1; est <= 2; est++) {
+        NT_ASSERT_OK(ctx, nwattn_mixed_predict_estimator(ctx, cc, (nwattn_mixed_estimator)est, h2,
+                                                         M, n, 2, xq, 2, x2, 2, s.y, s.w, got,
+                                                         NULL, NULL));
+        for (size_t i = 0; i < M; i++)
+            nt_close("all continuous: the continuous local linear fit", i, got[i], want[i], 1e-12,
+                     1e-12);
+        NT_ASSERT_OK(ctx, nwattn_mixed_cv_estimator(ctx, cc, (nwattn_mixed_estimator)est, 1, h2, 2,
+                                                    n, 2, x2, 2, s.y, NULL, &got_cv, NULL));
+        nt_close("all continuous: nwattn_nw_cv", (size_t)est, got_cv, want_cv, 0, 1e-12);
+    }
+    nwattn_context_destroy(ctx);
+}
+
+/* The singular rule is the continuous data's (nw_finish_row): statsmodels' design with exact
+ * matching on the unordered column (lambda = 0: the code's column of differences is 0) and np's
+ * with a continuous column that takes one value fall back to the local constant fit bit for bit,
+ * flagged; at h = 1e5 x the range the fit is the least-squares line, not flagged (the
+ * equilibrated test); an empty row is NaN and flagged empty. Then bad inputs. */
+static void test_mixed_local_linear_fallback(void **state) {
+    (void)state;
+    nwattn_context *ctx = nt_context(NWATTN_BACKEND_AUTO);
+    mixed_data s;
+    make_mixed(&s, 47);
+    const size_t n = s.n, d = 3, m = 4;
+    const nwattn_var_type cuo[3] = {NWATTN_VAR_CONTINUOUS, NWATTN_VAR_UNORDERED,
+                                    NWATTN_VAR_ORDERED};
+    const float h0[3] = {0.3f, 0.0f, 0.4f};
+    double lc[4], ll[4];
+    unsigned char flags[4];
+    size_t n_flagged = 0, cv_flagged = 0;
+    NT_ASSERT_OK(ctx, nwattn_mixed_predict(ctx, cuo, h0, m, n, d, s.x, d, s.x, d, s.y, NULL, lc));
+    NT_ASSERT_OK(ctx, nwattn_mixed_predict_estimator(ctx, cuo, NWATTN_MIXED_LOCAL_LINEAR_ALL, h0,
+                                                     m, n, d, s.x, d, s.x, d, s.y, NULL, ll,
+                                                     flags, &n_flagged));
+    assert_memory_equal(lc, ll, sizeof lc);
+    assert_int_equal(n_flagged, m);
+    for (size_t i = 0; i < m; i++)
+        assert_int_equal(flags[i], NWATTN_ROW_SINGULAR);
+    double cv_lc, cv_ll;
+    NT_ASSERT_OK(ctx, nwattn_mixed_cv(ctx, cuo, 1, h0, d, n, d, s.x, d, s.y, NULL, &cv_lc));
+    NT_ASSERT_OK(ctx, nwattn_mixed_cv_estimator(ctx, cuo, NWATTN_MIXED_LOCAL_LINEAR_ALL, 1, h0, d,
+                                                n, d, s.x, d, s.y, NULL, &cv_ll, &cv_flagged));
+    assert_memory_equal(&cv_lc, &cv_ll, sizeof cv_lc);
+    assert_int_equal(cv_flagged, n);
+    NT_ASSERT_OK(ctx, nwattn_mixed_predict_estimator(ctx, cuo, NWATTN_MIXED_LOCAL_LINEAR, h0, m, n,
+                                                     d, s.x, d, s.x, d, s.y, NULL, ll, flags,
+                                                     &n_flagged));
+    assert_int_equal(n_flagged, 0); /* np's design has no code column */
+    /* a continuous column with one value */
+    float xk[40 * 3];
+    memcpy(xk, s.x, sizeof xk);
+    for (size_t j = 0; j < n; j++)
+        xk[3 * j] = 1.0f;
+    const float h[3] = {0.3f, 0.2f, 0.4f};
+    NT_ASSERT_OK(ctx, nwattn_mixed_predict(ctx, cuo, h, m, n, d, xk, d, xk, d, s.y, NULL, lc));
+    NT_ASSERT_OK(ctx, nwattn_mixed_predict_estimator(ctx, cuo, NWATTN_MIXED_LOCAL_LINEAR, h, m, n,
+                                                     d, xk, d, xk, d, s.y, NULL, ll, flags,
+                                                     &n_flagged));
+    assert_memory_equal(lc, ll, sizeof lc);
+    assert_int_equal(n_flagged, m);
+    /* huge bandwidths: the least-squares line in c (Li-Racine lambda = 1: codes irrelevant) */
+    const nwattn_var_type cUO[3] = {NWATTN_VAR_CONTINUOUS, NWATTN_VAR_UNORDERED_LI_RACINE,
+                                    NWATTN_VAR_ORDERED_LI_RACINE};
+    const float huge[3] = {2e5f, 1.0f, 1.0f};
+    long double sx = 0, sy = 0, sxx = 0, sxy = 0;
+    for (size_t j = 0; j < n; j++)
+        sx += s.x[3 * j], sy += s.y[j];
+    const long double mxc = sx / n, my = sy / n;
+    for (size_t j = 0; j < n; j++) {
+        sxx += (s.x[3 * j] - mxc) * (s.x[3 * j] - mxc);
+        sxy += (s.x[3 * j] - mxc) * (s.y[j] - my);
+    }
+    NT_ASSERT_OK(ctx, nwattn_mixed_predict_estimator(ctx, cUO, NWATTN_MIXED_LOCAL_LINEAR, huge, m,
+                                                     n, d, s.x, d, s.x, d, s.y, NULL, ll, flags,
+                                                     &n_flagged));
+    assert_int_equal(n_flagged, 0);
+    for (size_t i = 0; i < m; i++)
+        nt_close("h = 1e5 x range: least squares", i, ll[i],
+                 (double)(my + sxy / sxx * (s.x[3 * i] - mxc)), 1e-9, 1e-9);
+    /* an empty row: exact matching on a category no point has */
+    const nwattn_var_type u1[2] = {NWATTN_VAR_CONTINUOUS, NWATTN_VAR_UNORDERED};
+    const float hu[2] = {0.3f, 0.0f}, qe[2] = {0.5f, 7.0f};
+    NT_ASSERT_OK(ctx, nwattn_mixed_predict_estimator(ctx, u1, NWATTN_MIXED_LOCAL_LINEAR, hu, 1, n,
+                                                     d - 1, qe, 2, s.x, d, s.y, NULL, ll, flags,
+                                                     &n_flagged));
+    assert_true(isnan(ll[0]));
+    assert_int_equal(flags[0], NWATTN_ROW_EMPTY);
+    assert_int_equal(n_flagged, 1);
+    /* bad inputs: outputs untouched */
+    double keep[4] = {7, 7, 7, 7};
+    unsigned char keep_flags[4] = {9, 9, 9, 9};
+    size_t keep_count = 9, keep_cv_flagged[2] = {9, 9};
+    const int bad_estimators[3] = {3, -1, 1 << 30};
+    for (int b = 0; b < 3; b++) {
+        NT_ASSERT_STATUS(ctx, nwattn_mixed_predict_estimator(
+                                  ctx, cuo, (nwattn_mixed_estimator)bad_estimators[b], h, m, n, d,
+                                  s.x, d, s.x, d, s.y, NULL, keep, keep_flags, &keep_count),
+                         NWATTN_ERR_BAD_ENUM);
+        NT_ASSERT_STATUS(ctx, nwattn_mixed_cv_estimator(
+                                  ctx, cuo, (nwattn_mixed_estimator)bad_estimators[b], 1, h, d, n,
+                                  d, s.x, d, s.y, NULL, keep, keep_cv_flagged),
+                         NWATTN_ERR_BAD_ENUM);
+    }
+    NT_ASSERT_STATUS(ctx, nwattn_mixed_predict_estimator(ctx, cuo, NWATTN_MIXED_LOCAL_LINEAR, h, m,
+                                                         n, d, s.x, d, s.x, d, s.y, NULL, keep,
+                                                         (unsigned char *)keep, &keep_count),
+                     NWATTN_ERR_ALIASING);
+    NT_ASSERT_STATUS(ctx, nwattn_mixed_cv_estimator(ctx, cuo, NWATTN_MIXED_LOCAL_LINEAR, 1, h, d,
+                                                    n, d, s.x, d, s.y, NULL, keep,
+                                                    (size_t *)(void *)keep),
+                     NWATTN_ERR_ALIASING);
+    NT_ASSERT_STATUS(ctx, nwattn_mixed_cv_estimator(ctx, cuo, NWATTN_MIXED_LOCAL_LINEAR, 1, h, d,
+                                                    1, d, s.x, d, s.y, NULL, keep,
+                                                    keep_cv_flagged),
+                     NWATTN_ERR_DEGENERATE_DATA);
+    for (size_t i = 0; i < 4; i++)
+        assert_true(keep[i] == 7.0 && keep_flags[i] == 9);
+    assert_true(keep_count == 9 && keep_cv_flagged[0] == 9 && keep_cv_flagged[1] == 9);
+    nwattn_context_destroy(ctx);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_integer_weights_are_repeated_rows),
@@ -710,6 +1052,9 @@ int main(void) {
         cmocka_unit_test(test_kde),
         cmocka_unit_test(test_bad_inputs),
         cmocka_unit_test(test_mixed),
+        cmocka_unit_test(test_mixed_local_linear_direct),
+        cmocka_unit_test(test_mixed_local_linear_closed_forms),
+        cmocka_unit_test(test_mixed_local_linear_fallback),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -20,7 +20,8 @@ from ._regression import (BandwidthRule, BandwidthSelection, Dataset, Degree, Em
 from ._stats import (Bands, FitSummary, Inference, TBands, Variance, kde, kde_cv,
                      kde_select_bandwidth, nw_bootstrap_bands, nw_inference,
                      nw_select_bandwidth_weighted, nw_summary)
-from ._mixed import mixed_cv, mixed_kde, mixed_predict, mixed_select_bandwidth
+from ._mixed import (MixedEstimator, mixed_cv, mixed_kde, mixed_predict,
+                     mixed_select_bandwidth)
 from ._sklearn import NWResults
 from ._autograd import attention_backward, nw_predict_backward, pool_backward
 
@@ -82,5 +83,6 @@ __all__ = [
     "Bands", "TBands", "FitSummary", "Inference", "Variance", "kde", "kde_cv",
     "kde_select_bandwidth",
     "nw_bootstrap_bands", "nw_inference", "nw_select_bandwidth_weighted", "nw_summary",
-    "NWResults", "mixed_cv", "mixed_kde", "mixed_predict", "mixed_select_bandwidth",
+    "NWResults", "MixedEstimator", "mixed_cv", "mixed_kde", "mixed_predict",
+    "mixed_select_bandwidth",
 ]

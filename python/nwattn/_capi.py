@@ -324,6 +324,12 @@ declare({
         status_t, (ctx_p, c_void_p, fptr, S, S, S, fptr, S, fptr, S, fptr, fptr, c_void_p)),
     "nwattn_mixed_cv": (
         status_t, (ctx_p, c_void_p, S, fptr, S, S, S, fptr, S, fptr, fptr, c_void_p)),
+    "nwattn_mixed_predict_estimator": (
+        status_t, (ctx_p, c_void_p, c_int, fptr, S, S, S, fptr, S, fptr, S, fptr, fptr, c_void_p,
+                   c_void_p, c_void_p)),
+    "nwattn_mixed_cv_estimator": (
+        status_t, (ctx_p, c_void_p, c_int, S, fptr, S, S, S, fptr, S, fptr, fptr, c_void_p,
+                   c_void_p)),
     "nwattn_mixed_kde": (
         status_t, (ctx_p, c_void_p, fptr, S, S, S, fptr, S, fptr, S, fptr, c_void_p, c_void_p)),
 })

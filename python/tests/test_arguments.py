@@ -17,6 +17,7 @@ def _f32(*shape):
 X, Y = np.linspace(0, 5, 40, dtype=np.float32), np.sin(np.linspace(0, 5, 40)).astype(np.float32)
 Q, K, V = _f32(4, 3), _f32(5, 3), _f32(5, 2)
 W6 = _f32(6, 6)
+MX = np.column_stack([X[:12], np.arange(12) % 3]).astype(np.float32)  # columns 'c', 'u'
 
 
 def _set_threads(value):
@@ -57,6 +58,8 @@ ENUM_ARGUMENTS = [
     ("rule", lambda v: nwattn.bandwidth_rule_of_thumb(X, v)),
     ("dataset", lambda v: nwattn.dataset_truth(v, X)),
     ("dataset", lambda v: nwattn.dataset_generate(v, 3, nwattn.Rng(1))),
+    ("reg_type", lambda v: nwattn.mixed_predict(MX, MX, Y[:12], [0.5, 0.3], "cu", reg_type=v)),
+    ("reg_type", lambda v: nwattn.mixed_cv(MX, Y[:12], [[0.5, 0.3]], "cu", reg_type=v)),
     ("status", lambda v: nwattn.status_name(v)),
 ]
 

@@ -845,6 +845,30 @@ static nwattn_status invoke_mixed_cv(nwattn_context *ctx, const at_case *c) {
                            F64(c, MC_CV));
 }
 
+/* The estimator variants: param[1] is the nwattn_mixed_estimator (every one valid with any
+ * data: a singular local linear row falls back and is flagged). */
+enum { ME_BW, ME_XQ, ME_X, ME_Y, ME_W, ME_FIT, ME_FLAGS, ME_NFLAGGED };
+
+static nwattn_status invoke_mixed_predict_estimator(nwattn_context *ctx, const at_case *c) {
+    nwattn_var_type types[MX_MAXD];
+    mixed_types(c, D(c, MP_D), types);
+    return nwattn_mixed_predict_estimator(
+        ctx, types, (nwattn_mixed_estimator)(int)c->param[1], F(c, ME_BW), D(c, MP_M),
+        D(c, MP_N), D(c, MP_D), F(c, ME_XQ), LD(c, ME_XQ), F(c, ME_X), LD(c, ME_X), F(c, ME_Y),
+        F(c, ME_W), F64(c, ME_FIT), (unsigned char *)c->buf[ME_FLAGS].data, SZ(c, ME_NFLAGGED));
+}
+
+enum { MV_BW, MV_X, MV_Y, MV_W, MV_CV, MV_FLAGGED };
+
+static nwattn_status invoke_mixed_cv_estimator(nwattn_context *ctx, const at_case *c) {
+    nwattn_var_type types[MX_MAXD];
+    mixed_types(c, D(c, MC_D), types);
+    return nwattn_mixed_cv_estimator(ctx, types, (nwattn_mixed_estimator)(int)c->param[1],
+                                     D(c, MC_NBW), F(c, MV_BW), LD(c, MV_BW), D(c, MC_N),
+                                     D(c, MC_D), F(c, MV_X), LD(c, MV_X), F(c, MV_Y), F(c, MV_W),
+                                     F64(c, MV_CV), SZ(c, MV_FLAGGED));
+}
+
 enum { MK_M, MK_N, MK_D };
 enum { MK_BW, MK_XQ, MK_X, MK_W, MK_DENS, MK_LL };
 
@@ -1783,6 +1807,57 @@ const at_fn at_functions[] = {
         .params = {{"types", AT_PARAM_ENUM, 0, 5, 1}},
         NOT_IN_PLACE,
         .invoke = invoke_mixed_kde,
+        .finite_data = 1,
+        .agree = agree_identical,
+    },
+    {
+        .name = "nwattn_mixed_predict_estimator",
+        .id = 33,
+        .n_dims = 3,
+        .dims = {DIM("m", 4, 1, 9, AT_ZERO_DEFINED),
+                 DIM_ZERO_STATUS_MIN("n", 12, 9, 30, NWATTN_ERR_DEGENERATE_DATA, 4),
+                 DIM("d", 2, 1, 3, AT_ZERO_INVALID)},
+        .batch_dim = -1,
+        .n_ops = 8,
+        .ops = {{"bandwidths", AT_IN, AT_F32, AT_FILL_POSITIVE, ONE, ONE, EXT(MP_D), 0, NULL},
+                {"xq", AT_IN, AT_F32, AT_FILL_DATA, ONE, EXT(MP_M), EXT(MP_D), AT_HAS_LD, NULL},
+                {"x", AT_IN, AT_F32, AT_FILL_DATA, ONE, EXT(MP_N), EXT(MP_D), AT_HAS_LD, NULL},
+                {"y", AT_IN, AT_F32, AT_FILL_DATA, ONE, ONE, EXT(MP_N), 0, NULL},
+                {"obs_weights", AT_IN_OPT, AT_F32, AT_FILL_NONNEG, ONE, ONE, EXT(MP_N), 0, NULL},
+                {"fit", AT_OUT, AT_F64, AT_FILL_DATA, ONE, ONE, EXT(MP_M), 0, NULL},
+                {"row_flags", AT_OUT_OPT, AT_U8, AT_FILL_DATA, ONE, ONE, EXT(MP_M), 0, NULL},
+                {"n_flagged", AT_OUT_OPT, AT_SIZE, AT_FILL_DATA, ONE, ONE, ONE, 0, NULL}},
+        NO_SCORE,
+        NO_MASK,
+        .n_params = 2,
+        .params = {{"types", AT_PARAM_ENUM, 0, 5, 1}, {"estimator", AT_PARAM_ENUM, 1, 3, 0}},
+        NOT_IN_PLACE,
+        .invoke = invoke_mixed_predict_estimator,
+        .finite_data = 1,
+        .agree = agree_identical,
+    },
+    {
+        .name = "nwattn_mixed_cv_estimator",
+        .id = 34,
+        .n_dims = 3,
+        .dims = {DIM("n_bw", 3, 1, 5, AT_ZERO_EMPTY),
+                 DIM_ZERO_STATUS_MIN("n", 12, 9, 30, NWATTN_ERR_DEGENERATE_DATA, 6),
+                 DIM("d", 2, 1, 3, AT_ZERO_INVALID)},
+        .batch_dim = -1,
+        .n_ops = 6,
+        .ops = {{"bandwidths", AT_IN, AT_F32, AT_FILL_POSITIVE, ONE, EXT(MC_NBW), EXT(MC_D),
+                 AT_HAS_LD, NULL},
+                {"x", AT_IN, AT_F32, AT_FILL_DATA, ONE, EXT(MC_N), EXT(MC_D), AT_HAS_LD, NULL},
+                {"y", AT_IN, AT_F32, AT_FILL_DATA, ONE, ONE, EXT(MC_N), 0, NULL},
+                {"obs_weights", AT_IN_OPT, AT_F32, AT_FILL_NONNEG, ONE, ONE, EXT(MC_N), 0, NULL},
+                {"cv", AT_OUT, AT_F64, AT_FILL_DATA, ONE, ONE, EXT(MC_NBW), 0, NULL},
+                {"flagged", AT_OUT_OPT, AT_SIZE, AT_FILL_DATA, ONE, ONE, EXT(MC_NBW), 0, NULL}},
+        NO_SCORE,
+        NO_MASK,
+        .n_params = 2,
+        .params = {{"types", AT_PARAM_ENUM, 0, 5, 1}, {"estimator", AT_PARAM_ENUM, 1, 3, 0}},
+        NOT_IN_PLACE,
+        .invoke = invoke_mixed_cv_estimator,
         .finite_data = 1,
         .agree = agree_identical,
     },
