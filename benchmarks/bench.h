@@ -21,8 +21,10 @@ float *bench_zeros(size_t count);
 /* ---- Timing ------------------------------------------------------------------------------ */
 double bench_now(void);
 
-/* A context with this backend and thread count, or NULL. */
+/* A context with this backend and thread count (and the tiles of bench_set_tiles), or NULL. */
 nwattn_context *bench_context(nwattn_backend backend, size_t threads);
+/* Tiles for every later bench_context (nwattn_context_set_tiles; 0, 0: derived). */
+void bench_set_tiles(size_t rows, size_t keys);
 
 typedef struct bench_stats {
     int runs;

@@ -37,12 +37,18 @@ double bench_now(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* The tile override of every context bench_context makes (nwbench --tiles; 0: derived). */
+static size_t tile_rows, tile_keys;
+
+void bench_set_tiles(size_t rows, size_t keys) { tile_rows = rows, tile_keys = keys; }
+
 nwattn_context *bench_context(nwattn_backend backend, size_t threads) {
     nwattn_context *ctx = NULL;
     if (nwattn_context_create(&ctx) != NWATTN_OK)
         return NULL;
     if (nwattn_context_set_backend(ctx, backend) != NWATTN_OK ||
-        nwattn_context_set_threads(ctx, threads) != NWATTN_OK) {
+        nwattn_context_set_threads(ctx, threads) != NWATTN_OK ||
+        nwattn_context_set_tiles(ctx, tile_rows, tile_keys) != NWATTN_OK) {
         nwattn_context_destroy(ctx);
         return NULL;
     }
@@ -150,7 +156,8 @@ int bench_json_open(bench_json *j, const char *path) {
 void bench_context_line(char *line, size_t size) {
     nwattn_context *ctx = NULL;
     line[0] = '\0';
-    if (nwattn_context_create(&ctx) == NWATTN_OK)
+    if (nwattn_context_create(&ctx) == NWATTN_OK &&
+        nwattn_context_set_tiles(ctx, tile_rows, tile_keys) == NWATTN_OK)
         nwattn_context_describe(ctx, line, size);
     nwattn_context_destroy(ctx);
 }

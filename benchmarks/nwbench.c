@@ -2,7 +2,7 @@
  * nwbench — the benchmark suite: every workload, every implementation, one process.
  *
  *   nwbench [--threads 1,2] [--reps 5] [--quick] [--json FILE] [--only NAME[,NAME...]]
- *           [--no-memory] [--long-run SECONDS]
+ *           [--no-memory] [--long-run SECONDS] [--tiles ROWS,KEYS]
  *
  * Workloads (NAME): nw1d (1-D Gaussian Nadaraya-Watson, m = n = 1k .. 64k), nwd (d = 2, 8,
  * 64, m = n = 4096), sdpa (scaled dot-product attention, d = 64, m = n = 1k .. 16k, with and
@@ -787,7 +787,7 @@ static int parse_threads(options *o, const char *list) {
 static int usage(const char *self) {
     fprintf(stderr,
             "usage: %s [--threads 1,2] [--reps N] [--quick] [--json FILE] [--only NAMES]\n"
-            "          [--no-memory] [--long-run SECONDS]\n"
+            "          [--no-memory] [--long-run SECONDS] [--tiles ROWS,KEYS]\n"
             "  NAMES: comma-separated among nw1d, nwd, sdpa, bmm, bandwidth, mha, memory\n",
             self);
     return 2;
@@ -817,6 +817,11 @@ int main(int argc, char **argv) {
             o.only = value, i++;
         } else if (value != NULL && strcmp(arg, "--long-run") == 0) {
             o.long_run = atof(value), i++;
+        } else if (value != NULL && strcmp(arg, "--tiles") == 0) {
+            unsigned long rows, keys;
+            if (sscanf(value, "%lu,%lu", &rows, &keys) != 2)
+                return usage(argv[0]);
+            bench_set_tiles(rows, keys), i++;
         } else {
             return usage(argv[0]);
         }
