@@ -76,6 +76,8 @@ typedef struct plan {
     double *partial;           /* slots × params */
     float *dq_part;            /* phase_items × (groups - 1) × m × d */
     double *r_part;            /* phase_items × groups × m, for the centred kinds */
+    double *dd;                /* phase_items × m: the rows' D */
+    unsigned char *exact;      /* phase_items × m: the rows' exact flags */
     unsigned char *scratch;    /* the workers' */
 } plan;
 
@@ -192,14 +194,16 @@ static int plan_init(plan *pl, const nw_backward_args *a) {
     pl->params = nw_grad_params(&a->score, a->d);
     pl->unit_bytes = tile_bytes(a, pl->bt);
     pl->groups = key_groups(a, pl->kblocks);
-    size_t per_item = 0, dq_floats = 0, r_doubles = 0;
-    if (pl->groups > 0) {
-        per_item = group_bytes(a, pl->groups);
-        pl->phase_items = per_item == 0 ? a->batch
-                                        : min_size(a->batch, NW_BACKWARD_GROUP_BYTES / per_item);
-        pl->phase_items = max_size(pl->phase_items, 1);
-        dq_floats = pl->phase_items * (pl->groups - 1) * a->m * a->d; /* within the budget */
+    size_t dq_floats = 0, r_doubles = 0, rows = 0;
+    size_t per_item = pl->groups > 0 ? group_bytes(a, pl->groups) : 0; /* <= the budget */
+    if (!nw_tile_piece(&per_item, a->m, sizeof(double)) || !nw_tile_piece(&per_item, a->m, 1))
+        return 0;
+    if (pl->groups > 0) { /* every product below is at most the budget, or m·9 bytes */
+        pl->phase_items =
+            max_size(min_size(a->batch, NW_BACKWARD_GROUP_BYTES / per_item), 1);
+        dq_floats = pl->phase_items * (pl->groups - 1) * a->m * a->d;
         r_doubles = centred(a) ? pl->phase_items * pl->groups * a->m : 0;
+        rows = pl->phase_items * a->m;
     }
     size_t shared = 0, doubles, centres, slots, partials;
     const int ok = pl->unit_bytes != SIZE_MAX &&
@@ -212,7 +216,8 @@ static int plan_init(plan *pl, const nw_backward_args *a) {
                    nw_tile_piece(&shared, centres, sizeof(double)) &&
                    nw_tile_piece(&shared, partials, sizeof(double)) &&
                    nw_tile_piece(&shared, dq_floats, sizeof(float)) &&
-                   nw_tile_piece(&shared, r_doubles, sizeof(double));
+                   nw_tile_piece(&shared, r_doubles, sizeof(double)) &&
+                   nw_tile_piece(&shared, rows, sizeof(double)) && nw_tile_piece(&shared, rows, 1);
     pl->shared_bytes = shared;
     return ok;
 }
@@ -261,11 +266,20 @@ static int tile_live(const tiles *t, size_t rows, size_t j0) {
     return 0;
 }
 
-/* Which side of a tile pair the unit keeps fixed: its prepared form is made once. */
-enum { PREP_ROWS = 1, PREP_KEYS = 2 };
+/* Whether query rows i0 .. i0+rows-1 of item b take exact scores (score.h). */
+static void row_exact(const plan *pl, size_t b, size_t i0, size_t rows, unsigned char *exact) {
+    const nw_backward_args *a = pl->a;
+    const float *q = NW_BITEM(a, q, b) + i0 * a->ldq;
+    for (size_t r = 0; r < rows; r++)
+        exact[r] = (unsigned char)nw_score_row_exact(&a->score, a->d, q + r * a->ldq,
+                                                     &pl->info[b]);
+}
 
-/* The descriptor's forms of the tile's rows and keys (score.h), as `prep` asks; the rows'
- * exact flags with them. */
+/* What tile_prepare makes: the prepared rows (and their exact flags unless PREP_NO_EXACT:
+ * found before), the prepared keys. A unit prepares the side it keeps fixed once. */
+enum { PREP_ROWS = 1, PREP_KEYS = 2, PREP_NO_EXACT = 4 };
+
+/* The descriptor's forms of the tile's rows and keys (score.h), as `prep` asks. */
 static void tile_prepare(const plan *pl, const tiles *t, size_t b, size_t i0, size_t rows,
                          size_t j0, size_t cols, unsigned prep) {
     const nw_backward_args *a = pl->a;
@@ -273,9 +287,8 @@ static void tile_prepare(const plan *pl, const tiles *t, size_t b, size_t i0, si
     const nw_keys_info *info = &pl->info[b];
     const float *q = NW_BITEM(a, q, b) + i0 * a->ldq, *k = NW_BITEM(a, k, b) + j0 * a->ldk;
     if (prep & PREP_ROWS) {
-        for (size_t r = 0; r < rows; r++)
-            t->exact[r] = (unsigned char)nw_score_row_exact(&a->score, a->d, q + r * a->ldq,
-                                                            info);
+        if (!(prep & PREP_NO_EXACT))
+            row_exact(pl, b, i0, rows, t->exact);
         desc->prepare_rows(&a->score, info, rows, a->d, q, a->ldq, t->qs);
     }
     if (prep & PREP_KEYS)
@@ -307,9 +320,11 @@ static void tile_pe(const plan *pl, const tiles *t, size_t b, size_t i0, size_t 
     const double scale = desc->scale(&a->score, info);
     desc->block(&a->score, info, a->simd, rows, cols, d, q, a->ldq, t->qs, k, a->ldk, t->kp,
                 t->s, bt);
-    if (a->dv > 0)
+    if (a->dv > 0) { /* dP; beta 1 on zeros: the same bits, without OpenBLAS's slower beta-0 pass */
+        memset(t->e, 0, ((rows - 1) * bt + cols) * sizeof(float));
         nw_blas_sgemm(1, rows, cols, a->dv, 1.0f, NW_BITEM(a, d_o, b) + i0 * a->ld_do, a->ld_do,
-                      NW_BITEM(a, v, b) + j0 * a->ldv, a->ldv, 0.0f, t->e, bt);
+                      NW_BITEM(a, v, b) + j0 * a->ldv, a->ldv, 1.0f, t->e, bt);
+    }
     const nw_score_grad *rule = nw_grad_of(&a->score);
     for (size_t r = 0; r < rows; r++) {
         const nw_mask_row *rm = &t->mrows[r];
@@ -427,9 +442,12 @@ static void mask_rows(const nw_backward_args *a, const tiles *t, size_t b, size_
  * order. With dq (the grouped path) also the key block's part of dQ: dq's rows (pitch ldq,
  * m of them) += E K~, and r[i] += sum_j E_ij for the centred kinds; with gs also dS, whose
  * columns j0 .. are zeroed first unless they add to what is there. */
-static void key_unit(const plan *pl, const tiles *t, size_t b, size_t kb, float *dq,
+static void key_unit(const plan *pl, const tiles *tiles_in, size_t b, size_t kb, float *dq,
                      size_t ldq, double *r, int gs, double *dparam) {
     const nw_backward_args *a = pl->a;
+    tiles own = *tiles_in, *t = &own; /* the grouped path points dd and exact at the item's */
+    double *item_dd = dq == NULL ? NULL : pl->dd + (b - pl->first) * a->m;
+    unsigned char *item_exact = dq == NULL ? NULL : pl->exact + (b - pl->first) * a->m;
     const size_t bt = pl->bt, j0 = kb * bt, cols = min_size(bt, a->n - j0);
     const int sums = centred(a); /* r: only the distances' chain rule reads it */
     float *dk = NW_BITEM(a, gk, b) + j0 * a->ld_gk, *dv = NW_BITEM(a, gv, b) + j0 * a->ld_gv;
@@ -451,8 +469,14 @@ static void key_unit(const plan *pl, const tiles *t, size_t b, size_t kb, float 
         mask_rows(a, t, b, i0, rows);
         if (!tile_live(t, rows, j0))
             continue;
-        row_d(a, b, i0, rows, t->dd);
-        tile_prepare(pl, t, b, i0, rows, j0, cols, PREP_ROWS);
+        if (item_dd != NULL) {
+            own.dd = item_dd + i0;
+            own.exact = item_exact + i0;
+            tile_prepare(pl, t, b, i0, rows, j0, cols, PREP_ROWS | PREP_NO_EXACT);
+        } else {
+            row_d(a, b, i0, rows, t->dd);
+            tile_prepare(pl, t, b, i0, rows, j0, cols, PREP_ROWS);
+        }
         tile_pe(pl, t, b, i0, rows, j0, cols, gs);
         const float *d_o = NW_BITEM(a, d_o, b) + i0 * a->ld_do;
         if (a->dv > 0)
@@ -573,6 +597,16 @@ static void run_group(void *arg, size_t unit, size_t worker) {
     group_unit(pl, &t, pl->first + unit / pl->groups, unit % pl->groups);
 }
 
+/* Query block qb of item b: its rows' D and exact flags, for every key group. */
+static void run_prep(void *arg, size_t unit, size_t worker) {
+    (void)worker;
+    const plan *pl = arg;
+    const size_t b = pl->first + unit / pl->qblocks, i0 = (unit % pl->qblocks) * pl->bt;
+    const size_t rows = min_size(pl->bt, pl->a->m - i0), at = (b - pl->first) * pl->a->m + i0;
+    row_d(pl->a, b, i0, rows, pl->dd + at);
+    row_exact(pl, b, i0, rows, pl->exact + at);
+}
+
 /* Query block qb of item b: dQ = the groups' sums added in double in group order, finished. */
 static void run_rows(void *arg, size_t unit, size_t worker) {
     const plan *pl = arg;
@@ -624,6 +658,8 @@ void nw_fused_backward(const nw_backward_args *a, void *scratch, nw_workers *wor
             &c, pl.phase_items * (pl.groups - 1) * a->m * a->d, sizeof(float));
         pl.r_part = (double *)(void *)nw_tile_take(
             &c, centred(a) ? pl.phase_items * pl.groups * a->m : 0, sizeof(double));
+        pl.dd = (double *)(void *)nw_tile_take(&c, pl.phase_items * a->m, sizeof(double));
+        pl.exact = nw_tile_take(&c, pl.phase_items * a->m, 1);
     }
     pl.scratch = (unsigned char *)scratch + pl.shared_bytes;
     const size_t count = n_workers(&pl, workers->threads);
@@ -632,6 +668,7 @@ void nw_fused_backward(const nw_backward_args *a, void *scratch, nw_workers *wor
         nw_parallel_for(workers, count, runs(&pl), run_unit, &pl);
     for (pl.first = 0; pl.groups > 0 && pl.first < a->batch; pl.first += pl.items) {
         pl.items = min_size(pl.phase_items, a->batch - pl.first);
+        nw_parallel_for(workers, count, row_runs(&pl, pl.items), run_prep, &pl);
         nw_parallel_for(workers, count, group_runs(&pl, pl.items), run_group, &pl);
         nw_parallel_for(workers, count, row_runs(&pl, pl.items), run_rows, &pl);
     }
