@@ -635,6 +635,76 @@ static void key_groups(void **state) {
         nwattn_context_destroy(fused[t]);
 }
 
+/* Where not even two key groups' dQ sums fit the working-memory budget (m·d beyond 12.6 M
+ * floats: here m = 200000, d = 64, n = 65, two key blocks), the seven-product units run:
+ * the same bits for 1 and 2 threads, and right. Queries and dO repeat every 100 rows, so the
+ * big problem's dQ rows are a small one's (REFERENCE) and its dK and dV 2000 times that. */
+static void beyond_group_budget(void **state) {
+    (void)state;
+    const size_t period = 100, m = 200000, n = 65, d = 64;
+    nwattn_context *ref = tu_context(NWATTN_BACKEND_REFERENCE);
+    nwattn_context *fused[2];
+    for (size_t t = 0; t < 2; t++) {
+        fused[t] = tu_context(NWATTN_BACKEND_FUSED);
+        assert_int_equal(nwattn_context_set_threads(fused[t], t + 1), NWATTN_OK);
+    }
+    tu_rng rng;
+    tu_rng_seed(&rng, 1204);
+    const int kinds[] = {0, 2}; /* dot; Gaussian (r sums too) */
+    for (size_t c = 0; c < 2; c++) {
+        problem small, big;
+        problem_make(&small, &rng, 1, period, n, d, 1, kinds[c], 0, 0);
+        problem_make(&big, &rng, 1, m, n, d, 1, kinds[c], 0, 0);
+        for (size_t i = 0; i < m; i++)
+            for (size_t l = 0; l < d; l++) {
+                *tu_at(&big.q, 0, i, l) = tu_get(&small.q, 0, i % period, l);
+                *tu_at(&big.d_o, 0, i, 0) = tu_get(&small.d_o, 0, i % period, 0);
+            }
+        copy_item(&big.k, &small.k, 0);
+        copy_item(&big.v, &small.v, 0);
+        forward(fused[0], &small);
+        forward(fused[0], &big);
+        grads gs, gb[2];
+        grads_make(&gs, &small, 0);
+        TU_ASSERT_OK(ref, backward(ref, &small, &gs));
+        for (size_t t = 0; t < 2; t++) {
+            grads_make(&gb[t], &big, 0);
+            TU_ASSERT_OK(fused[t], backward(fused[t], &big, &gb[t]));
+        }
+        int ok = mat_bits_equal(&gb[0].dq, &gb[1].dq) && mat_bits_equal(&gb[0].dk, &gb[1].dk) &&
+                 mat_bits_equal(&gb[0].dv, &gb[1].dv) &&
+                 memcmp(gb[0].dparam, gb[1].dparam, sizeof(float)) == 0;
+        const double copies = (double)(m / period);
+        const double tq = 2e-4 * tu_mat_maxabs(&gs.dq) + 1e-7;
+        const double tk = 1e-3 * copies * tu_mat_maxabs(&gs.dk) + 1e-7;
+        const double tv = 1e-3 * copies * tu_mat_maxabs(&gs.dv) + 1e-7;
+        for (size_t i = 0; ok && i < m; i++)
+            for (size_t l = 0; ok && l < d; l++)
+                ok = fabs((double)tu_get(&gb[0].dq, 0, i, l) -
+                          (double)tu_get(&gs.dq, 0, i % period, l)) <= tq;
+        for (size_t j = 0; ok && j < n; j++) {
+            for (size_t l = 0; ok && l < d; l++)
+                ok = fabs((double)tu_get(&gb[0].dk, 0, j, l) -
+                          copies * (double)tu_get(&gs.dk, 0, j, l)) <= tk;
+            ok = ok && fabs((double)tu_get(&gb[0].dv, 0, j, 0) -
+                            copies * (double)tu_get(&gs.dv, 0, j, 0)) <= tv;
+        }
+        ok = ok && fabs((double)gb[0].dparam[0] - copies * (double)gs.dparam[0]) <=
+                       1e-3 * copies * fabs((double)gs.dparam[0]) + 1e-6;
+        if (!ok)
+            print_error("kind %d\n", kinds[c]);
+        assert_true(ok);
+        grads_free(&gs);
+        grads_free(&gb[0]);
+        grads_free(&gb[1]);
+        problem_free(&small);
+        problem_free(&big);
+    }
+    nwattn_context_destroy(ref);
+    nwattn_context_destroy(fused[0]);
+    nwattn_context_destroy(fused[1]);
+}
+
 /* Every failure names the problem and writes nothing. */
 static void bad_inputs(void **state) {
     (void)state;
@@ -746,6 +816,7 @@ int main(void) {
         cmocka_unit_test(additive_finite_differences),
         cmocka_unit_test(additive_fused_vs_reference),
         cmocka_unit_test(key_groups),
+        cmocka_unit_test(beyond_group_budget),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
