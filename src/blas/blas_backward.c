@@ -199,8 +199,9 @@ static int plan_init(plan *pl, const nw_backward_args *a) {
     if (!nw_tile_piece(&per_item, a->m, sizeof(double)) || !nw_tile_piece(&per_item, a->m, 1))
         return 0;
     if (pl->groups > 0) { /* every product below is at most the budget, or m·9 bytes */
-        pl->phase_items =
-            max_size(min_size(a->batch, NW_BACKWARD_GROUP_BYTES / per_item), 1);
+        pl->phase_items = per_item == 0 ? a->batch /* m == 0: nothing to keep */
+                                        : min_size(a->batch, NW_BACKWARD_GROUP_BYTES / per_item);
+        pl->phase_items = max_size(pl->phase_items, 1);
         dq_floats = pl->phase_items * (pl->groups - 1) * a->m * a->d;
         r_doubles = centred(a) ? pl->phase_items * pl->groups * a->m : 0;
         rows = pl->phase_items * a->m;
@@ -320,11 +321,9 @@ static void tile_pe(const plan *pl, const tiles *t, size_t b, size_t i0, size_t 
     const double scale = desc->scale(&a->score, info);
     desc->block(&a->score, info, a->simd, rows, cols, d, q, a->ldq, t->qs, k, a->ldk, t->kp,
                 t->s, bt);
-    if (a->dv > 0) { /* dP; beta 1 on zeros: the same bits, without OpenBLAS's slower beta-0 pass */
-        memset(t->e, 0, ((rows - 1) * bt + cols) * sizeof(float));
+    if (a->dv > 0)
         nw_blas_sgemm(1, rows, cols, a->dv, 1.0f, NW_BITEM(a, d_o, b) + i0 * a->ld_do, a->ld_do,
-                      NW_BITEM(a, v, b) + j0 * a->ldv, a->ldv, 1.0f, t->e, bt);
-    }
+                      NW_BITEM(a, v, b) + j0 * a->ldv, a->ldv, 0.0f, t->e, bt);
     const nw_score_grad *rule = nw_grad_of(&a->score);
     for (size_t r = 0; r < rows; r++) {
         const nw_mask_row *rm = &t->mrows[r];
