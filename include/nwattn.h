@@ -297,7 +297,7 @@ NWATTN_API nwattn_status nwattn_pool(nwattn_context *ctx, const nwattn_score *sc
  * code), D from O, and the tile products go through cblas_sgemm, five per tile pair (S, dP,
  * dV, dK, dQ). Each item's blocks of 64 keys (fewer for rows wider than 64) are dealt into G
  * groups (block j to group j mod G), G a power of two up to 16 chosen from the item's m, n,
- * d and score kind alone;
+ * d, dv and score kind alone;
  * a unit walks one group's key blocks in order, each against every query block in order,
  * writing dK and dV of its keys and adding into its group's dQ sum; the groups' sums are then
  * added in group order (in double). So the context's threads are used even when batch is 1,

@@ -7,9 +7,9 @@
  *   E = coeff(P o (dP - D)) (score/score_grad.h), D = rowsum(dO o O) per row in double.
  *
  * Five products per tile pair (S, dP, dV += P^T dO, dK += E^T Q~, dQ += E K~). The key blocks
- * of an item are dealt into G groups (block kb to group kb mod G), G a power of two chosen from
- * the item's shape alone (m, n, d and the kind: key_groups), never from the thread count or the
- * batch. A unit is (item, group): it walks its key blocks in order and, for each, every query
+ * of an item are dealt into G groups (block kb to group kb mod G), G a power of two chosen
+ * from the item's shape alone (m, n, d, dv and the kind: key_groups), never from the thread
+ * count or the batch. A unit is (item, group): it walks its key blocks in order and, for each, every query
  * block in order, adding E K~ into its group's dQ sum (group 0 into dQ itself, the others into
  * partial sums of m×d floats). Then one unit per query block of each item adds the groups' sums
  * in double in group order and finishes the rows. The partial sums cost (G - 1)·m·d floats per
