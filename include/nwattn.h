@@ -294,12 +294,23 @@ NWATTN_API nwattn_status nwattn_pool(nwattn_context *ctx, const nwattn_score *sc
  * K, V; o and lse are checked but not read): the float rounding of the exact gradient, up to
  * a few ulp of the largest term of each sum. Every other backend: FlashAttention-2's
  * backward. P is rebuilt tile by tile from lse and the forward's scores (the same descriptor
- * code), D from O, and the tile products go through cblas_sgemm: dK and dV by blocks of
- * keys, dQ by blocks of queries (S and dP are formed for each: seven products per tile pair
- * instead of five, so that no two units write the same row), so the context's threads are used
- * even when batch is 1; each unit's sums run in a fixed order and the parameter gradient adds
- * the units' shares in unit order: the same bits for any thread count.
- * Working memory: a few 64×64 tiles per worker and a few doubles per unit, whatever m and n.
+ * code), D from O, and the tile products go through cblas_sgemm, five per tile pair (S, dP,
+ * dV, dK, dQ). Each item's blocks of 64 keys (fewer for rows wider than 64) are dealt into G
+ * groups (block j to group j mod G), G a power of two up to 16 chosen from the item's m, n,
+ * d, dv and score kind alone;
+ * a unit walks one group's key blocks in order, each against every query block in order,
+ * writing dK and dV of its keys and adding into its group's dQ sum; the groups' sums are then
+ * added in group order (in double). So the context's threads are used even when batch is 1,
+ * and as G never depends on the thread count or the rest of the batch and every sum runs in a
+ * fixed order (the parameter gradient adds the units' shares in a fixed order too), an item's
+ * gradients have the same bits for any thread count and alone or inside any batch.
+ * Working memory: a few 64×64 tiles per worker, 9 bytes per query row, and the groups' dQ
+ * sums, (G - 1)·m·d floats per item (and G·m doubles for Gaussian and Laplace), which G is
+ * lowered to keep within 48 MiB (items run in phases of as many as fit): about 48.6 MiB at
+ * m = n = 65536, d = 64, about 15 MiB at 4096². Where not even two groups fit (m·d above
+ * about 12.5 million) and n > 64, the backward runs seven products per tile pair instead (dK
+ * and dV by blocks of keys, dQ by blocks of queries, each forming S and dP itself; same
+ * guarantees) in a few tiles of working memory, whatever m and n.
  * Accuracy: each weight carries a relative error of about (|lse_i| + |x_ij| + 4)·2^-24 from
  * the float lse and exponential, the products float32 GEMM rounding (tested against REFERENCE
  * to 2e-4 of each gradient's largest entry: docs/numerics.md "Gradients"). A call whose Q or K holds NaN or Inf, or whose lse holds NaN,

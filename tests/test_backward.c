@@ -13,7 +13,7 @@
 typedef struct problem {
     size_t batch, m, n, d, dv;
     nwattn_score score;
-    float bw[32];
+    float bw[64]; /* d <= 64 */
     or_mask mk;
     tu_mat q, k, v, d_o, o, lse;
 } problem;
@@ -76,14 +76,14 @@ static void forward(nwattn_context *ctx, problem *p) {
 
 typedef struct grads {
     tu_mat dq, dk, dv;
-    float dparam[32];
+    float dparam[65];
 } grads;
 
 static void grads_make(grads *g, const problem *p, size_t pad) {
     g->dq = tu_mat_new(p->batch, p->m, p->d, pad, 1);
     g->dk = tu_mat_new(p->batch, p->n, p->d, pad, 2);
     g->dv = tu_mat_new(p->batch, p->n, p->dv, pad, 0);
-    for (size_t l = 0; l < 32; l++)
+    for (size_t l = 0; l < 65; l++)
         g->dparam[l] = tu_sentinel();
 }
 
@@ -221,6 +221,25 @@ static void finite_differences(void **state) {
     nwattn_context_destroy(ctx[1]);
 }
 
+/* FUSED's gradients (gf) against REFERENCE's (gr). */
+static int fused_close(const problem *p, const grads *gf, const grads *gr) {
+    /* |dP| and |D| are at most S: the scale of dS where the ref's gradient cancels */
+    const double big_s = tu_mat_maxabs(&p->d_o) * tu_mat_maxabs(&p->v) * (double)p->dv;
+    const double tol = 2e-4, atol = 1e-6 * big_s * (double)p->n;
+    int ok = tu_allclose("dq", &gf->dq, &gr->dq, tol * tu_mat_maxabs(&gr->dq) + atol, 0.0) &&
+             tu_allclose("dk", &gf->dk, &gr->dk, tol * tu_mat_maxabs(&gr->dk) + atol, 0.0) &&
+             tu_allclose("dv", &gf->dv, &gr->dv, tol * tu_mat_maxabs(&gr->dv) + atol, 0.0);
+    /* The parameter gradient sums m·n terms of size |dS| |x|^2 (data in [-1, 1], h ~ 1). */
+    const double terms = (double)p->batch * (double)p->m * (double)p->n * 4.0 *
+                         (double)p->d * big_s * 2.0;
+    for (size_t l = 0; ok && l < n_params(p); l++) {
+        ok = fabs((double)gf->dparam[l] - (double)gr->dparam[l]) <= 1e-6 * terms;
+        if (!ok)
+            print_error("param %zu: %.9g vs %.9g\n", l, gf->dparam[l], gr->dparam[l]);
+    }
+    return ok;
+}
+
 /* FUSED against REFERENCE over random shapes: 1, odd, tile edges, d = 1, padded rows. */
 static void fused_vs_reference(void **state) {
     (void)state;
@@ -244,20 +263,7 @@ static void fused_vs_reference(void **state) {
         grads_make(&gf, &p, 2);
         TU_ASSERT_OK(ref, backward(ref, &p, &gr));
         TU_ASSERT_OK(fused, backward(fused, &p, &gf));
-        /* |dP| and |D| are at most S: the scale of dS where the ref's gradient cancels */
-        const double big_s = tu_mat_maxabs(&p.d_o) * tu_mat_maxabs(&p.v) * (double)p.dv;
-        const double tol = 2e-4, atol = 1e-6 * big_s * (double)p.n;
-        int ok = tu_allclose("dq", &gf.dq, &gr.dq, tol * tu_mat_maxabs(&gr.dq) + atol, 0.0) &&
-                 tu_allclose("dk", &gf.dk, &gr.dk, tol * tu_mat_maxabs(&gr.dk) + atol, 0.0) &&
-                 tu_allclose("dv", &gf.dv, &gr.dv, tol * tu_mat_maxabs(&gr.dv) + atol, 0.0);
-        /* The parameter gradient sums m·n terms of size |dS| |x|^2 (data in [-1, 1], h ~ 1). */
-        const double terms = (double)p.batch * (double)p.m * (double)p.n * 4.0 *
-                             (double)p.d * big_s * 2.0;
-        for (size_t l = 0; ok && l < n_params(&p); l++) {
-            ok = fabs((double)gf.dparam[l] - (double)gr.dparam[l]) <= 1e-6 * terms;
-            if (!ok)
-                print_error("param %zu: %.9g vs %.9g\n", l, gf.dparam[l], gr.dparam[l]);
-        }
+        int ok = fused_close(&p, &gf, &gr);
         if (!ok)
             print_error("trial %d: kind %d batch %zu m %zu n %zu d %zu dv %zu\n", trial, kind,
                         p.batch, p.m, p.n, p.d, p.dv);
@@ -490,6 +496,215 @@ static void additive_fused_vs_reference(void **state) {
         nwattn_context_destroy(fused[t]);
 }
 
+/* ---- Several key groups -------------------------------------------------------------- */
+/* Item b of src into item 0 of dst (same rows and columns). */
+static void copy_item(tu_mat *dst, const tu_mat *src, size_t b) {
+    for (size_t i = 0; i < src->rows; i++)
+        for (size_t j = 0; j < src->cols; j++)
+            *tu_at(dst, 0, i, j) = tu_get(src, b, i, j);
+}
+
+/* Item b of p (inputs, the forward's O and lse, the mask) as a batch of one in one. */
+static void problem_item(problem *one, const problem *p, size_t b) {
+    memcpy(one->bw, p->bw, sizeof p->bw); /* the per-dimension bandwidths */
+    copy_item(&one->q, &p->q, b);
+    copy_item(&one->k, &p->k, b);
+    copy_item(&one->v, &p->v, b);
+    copy_item(&one->d_o, &p->d_o, b);
+    copy_item(&one->o, &p->o, b);
+    copy_item(&one->lse, &p->lse, b);
+    if (p->mk.parts & OR_LENS_ROW)
+        memcpy(one->mk.lens, p->mk.lens + b * p->m, p->m * sizeof(size_t));
+    if (p->mk.parts & OR_ADDITIVE)
+        copy_item(&one->mk.additive, &p->mk.additive, b);
+    const nwattn_mask *m1 = mask_of(one), *m3 = mask_of(p);
+    for (size_t i = 0; p->mk.keep != NULL && i < p->m; i++)
+        for (size_t j = 0; j < p->n; j++)
+            one->mk.keep[i * m1->ld_keep + j] =
+                p->mk.keep[b * m3->stride_keep + i * m3->ld_keep + j];
+}
+
+/* Item bx of x equals item by of y bit for bit (their layouts may differ). */
+static int item_bits_equal(const tu_mat *x, size_t bx, const tu_mat *y, size_t by) {
+    for (size_t i = 0; i < x->rows; i++)
+        for (size_t j = 0; j < x->cols; j++) {
+            const float u = tu_get(x, bx, i, j), w = tu_get(y, by, i, j);
+            if (memcmp(&u, &w, sizeof u) != 0) {
+                print_error("(%zu, %zu): %.9g vs %.9g\n", i, j, (double)u, (double)w);
+                return 0;
+            }
+        }
+    return 1;
+}
+
+static int mat_bits_equal(const tu_mat *x, const tu_mat *y) {
+    for (size_t b = 0; b < x->batch; b++)
+        if (!item_bits_equal(x, b, y, b))
+            return 0;
+    return 1;
+}
+
+/* Many key blocks, so the five-product units split them into several groups whose dQ sums
+ * are added at the end: the same bits for 1, 2 and 3 threads and for an item alone or second
+ * of three; FUSED against REFERENCE; rows without a live key exactly 0. Awkward sizes: n not a
+ * multiple of the tile, m = 1, d = 1, n = 1, padded rows, fully masked rows, causal. */
+static void key_groups(void **state) {
+    (void)state;
+    static const struct { size_t m, n, d, dv; unsigned parts; } cases[] = {
+        {700, 650, 9, 4, OR_CAUSAL},
+        {150, 700, 9, 4, 0},
+        {1, 333, 3, 2, OR_LENS_ROW},
+        {1100, 1030, 1, 3, OR_CAUSAL | OR_LENS_ROW},
+        {65, 260, 17, 1, OR_ADDITIVE | OR_ADDITIVE_NEGINF | OR_KEEP},
+        {130, 129, 8, 5, OR_LOO | OR_LENS_ROW},
+        {70, 1, 5, 2, OR_LENS_ROW},
+        {300, 200, 64, 64, OR_CAUSAL | OR_ADDITIVE},
+    };
+    nwattn_context *ref = tu_context(NWATTN_BACKEND_REFERENCE);
+    nwattn_context *fused[3];
+    for (size_t t = 0; t < 3; t++) {
+        fused[t] = tu_context(NWATTN_BACKEND_FUSED);
+        assert_int_equal(nwattn_context_set_threads(fused[t], t + 1), NWATTN_OK);
+    }
+    tu_rng rng;
+    tu_rng_seed(&rng, 1203);
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++)
+        for (int kind = 0; kind < KINDS; kind++) {
+            problem p, one;
+            const unsigned parts = cases[c].parts;
+            const size_t pad = 1 + (c + (size_t)kind) % 2;
+            problem_make(&p, &rng, 3, cases[c].m, cases[c].n, cases[c].d, cases[c].dv, kind,
+                         parts, pad);
+            problem_make(&one, &rng, 1, cases[c].m, cases[c].n, cases[c].d, cases[c].dv, kind,
+                         parts, pad + 1);
+            forward(fused[0], &p);
+            problem_item(&one, &p, 1);
+            const int ds = (parts & OR_ADDITIVE) != 0;
+            grads gf[3], g1, gr;
+            tu_mat df[3], d1 = ds_make(&one), dr = ds_make(&p);
+            for (size_t t = 0; t < 3; t++) {
+                grads_make(&gf[t], &p, t);
+                df[t] = ds_make(&p);
+                TU_ASSERT_OK(fused[t], ds ? backward_ds(fused[t], &p, &gf[t], &df[t])
+                                          : backward(fused[t], &p, &gf[t]));
+            }
+            grads_make(&g1, &one, 1);
+            TU_ASSERT_OK(fused[1], ds ? backward_ds(fused[1], &one, &g1, &d1)
+                                      : backward(fused[1], &one, &g1));
+            grads_make(&gr, &p, 0);
+            TU_ASSERT_OK(ref, ds ? backward_ds(ref, &p, &gr, &dr) : backward(ref, &p, &gr));
+            int ok = 1;
+            for (size_t t = 1; t < 3; t++)
+                ok = ok && mat_bits_equal(&gf[0].dq, &gf[t].dq) &&
+                     mat_bits_equal(&gf[0].dk, &gf[t].dk) && mat_bits_equal(&gf[0].dv, &gf[t].dv) &&
+                     (!ds || mat_bits_equal(&df[0], &df[t])) &&
+                     memcmp(gf[0].dparam, gf[t].dparam, n_params(&p) * sizeof(float)) == 0;
+            if (!ok)
+                print_error("thread counts differ\n");
+            ok = ok && item_bits_equal(&gf[0].dq, 1, &g1.dq, 0) &&
+                 item_bits_equal(&gf[0].dk, 1, &g1.dk, 0) &&
+                 item_bits_equal(&gf[0].dv, 1, &g1.dv, 0) &&
+                 (!ds || item_bits_equal(&df[0], 1, &d1, 0));
+            ok = ok && fused_close(&p, &gf[1], &gr) && tu_mat_padding_intact(&gf[1].dq, "dq") &&
+                 tu_mat_padding_intact(&gf[1].dk, "dk") && tu_mat_padding_intact(&gf[1].dv, "dv");
+            if (ds)
+                ok = ok && tu_mat_padding_intact(&df[0], "d_additive") &&
+                     tu_allclose("d_additive", &df[0], &dr, 2e-4 * tu_mat_maxabs(&dr) + 1e-6,
+                                 0.0);
+            for (size_t b = 0; ok && b < p.batch; b++) /* rows without a live key: exactly 0 */
+                for (size_t i = 0; i < p.m; i++)
+                    if (tu_get(&p.lse, b, 0, i) == -INFINITY)
+                        for (size_t l = 0; l < p.d; l++)
+                            ok = ok && tu_get(&gf[2].dq, b, i, l) == 0.0f;
+            if (!ok)
+                print_error("case %zu kind %d\n", c, kind);
+            assert_true(ok);
+            for (size_t t = 0; t < 3; t++) {
+                grads_free(&gf[t]);
+                tu_mat_free(&df[t]);
+            }
+            grads_free(&g1);
+            grads_free(&gr);
+            tu_mat_free(&d1);
+            tu_mat_free(&dr);
+            problem_free(&one);
+            problem_free(&p);
+        }
+    nwattn_context_destroy(ref);
+    for (size_t t = 0; t < 3; t++)
+        nwattn_context_destroy(fused[t]);
+}
+
+/* Where not even two key groups' dQ sums fit the working-memory budget (m·d beyond 12.6 M
+ * floats: here m = 200000, d = 64, n = 65, two key blocks), the seven-product units run:
+ * the same bits for 1 and 2 threads, and right. Queries and dO repeat every 100 rows, so the
+ * big problem's dQ rows are a small one's (REFERENCE) and its dK and dV 2000 times that. */
+static void beyond_group_budget(void **state) {
+    (void)state;
+    const size_t period = 100, m = 200000, n = 65, d = 64;
+    nwattn_context *ref = tu_context(NWATTN_BACKEND_REFERENCE);
+    nwattn_context *fused[2];
+    for (size_t t = 0; t < 2; t++) {
+        fused[t] = tu_context(NWATTN_BACKEND_FUSED);
+        assert_int_equal(nwattn_context_set_threads(fused[t], t + 1), NWATTN_OK);
+    }
+    tu_rng rng;
+    tu_rng_seed(&rng, 1204);
+    const int kinds[] = {0, 2}; /* dot; Gaussian (r sums too) */
+    for (size_t c = 0; c < 2; c++) {
+        problem small, big;
+        problem_make(&small, &rng, 1, period, n, d, 1, kinds[c], 0, 0);
+        problem_make(&big, &rng, 1, m, n, d, 1, kinds[c], 0, 0);
+        for (size_t i = 0; i < m; i++)
+            for (size_t l = 0; l < d; l++) {
+                *tu_at(&big.q, 0, i, l) = tu_get(&small.q, 0, i % period, l);
+                *tu_at(&big.d_o, 0, i, 0) = tu_get(&small.d_o, 0, i % period, 0);
+            }
+        copy_item(&big.k, &small.k, 0);
+        copy_item(&big.v, &small.v, 0);
+        forward(fused[0], &small);
+        forward(fused[0], &big);
+        grads gs, gb[2];
+        grads_make(&gs, &small, 0);
+        TU_ASSERT_OK(ref, backward(ref, &small, &gs));
+        for (size_t t = 0; t < 2; t++) {
+            grads_make(&gb[t], &big, 0);
+            TU_ASSERT_OK(fused[t], backward(fused[t], &big, &gb[t]));
+        }
+        int ok = mat_bits_equal(&gb[0].dq, &gb[1].dq) && mat_bits_equal(&gb[0].dk, &gb[1].dk) &&
+                 mat_bits_equal(&gb[0].dv, &gb[1].dv) &&
+                 memcmp(gb[0].dparam, gb[1].dparam, sizeof(float)) == 0;
+        const double copies = (double)(m / period);
+        const double tq = 2e-4 * tu_mat_maxabs(&gs.dq) + 1e-7;
+        const double tk = 1e-3 * copies * tu_mat_maxabs(&gs.dk) + 1e-7;
+        const double tv = 1e-3 * copies * tu_mat_maxabs(&gs.dv) + 1e-7;
+        for (size_t i = 0; ok && i < m; i++)
+            for (size_t l = 0; ok && l < d; l++)
+                ok = fabs((double)tu_get(&gb[0].dq, 0, i, l) -
+                          (double)tu_get(&gs.dq, 0, i % period, l)) <= tq;
+        for (size_t j = 0; ok && j < n; j++) {
+            for (size_t l = 0; ok && l < d; l++)
+                ok = fabs((double)tu_get(&gb[0].dk, 0, j, l) -
+                          copies * (double)tu_get(&gs.dk, 0, j, l)) <= tk;
+            ok = ok && fabs((double)tu_get(&gb[0].dv, 0, j, 0) -
+                            copies * (double)tu_get(&gs.dv, 0, j, 0)) <= tv;
+        }
+        ok = ok && fabs((double)gb[0].dparam[0] - copies * (double)gs.dparam[0]) <=
+                       1e-3 * copies * fabs((double)gs.dparam[0]) + 1e-6;
+        if (!ok)
+            print_error("kind %d\n", kinds[c]);
+        assert_true(ok);
+        grads_free(&gs);
+        grads_free(&gb[0]);
+        grads_free(&gb[1]);
+        problem_free(&small);
+        problem_free(&big);
+    }
+    nwattn_context_destroy(ref);
+    nwattn_context_destroy(fused[0]);
+    nwattn_context_destroy(fused[1]);
+}
+
 /* Every failure names the problem and writes nothing. */
 static void bad_inputs(void **state) {
     (void)state;
@@ -600,6 +815,8 @@ int main(void) {
         cmocka_unit_test(threads_bit_identical),
         cmocka_unit_test(additive_finite_differences),
         cmocka_unit_test(additive_fused_vs_reference),
+        cmocka_unit_test(key_groups),
+        cmocka_unit_test(beyond_group_budget),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
