@@ -5,13 +5,36 @@
 #include "fastsum.h"
 #include "threads.h"
 
-/* Beyond this δ, e^{-δ} is 0 in double: the translated sums are not needed (and δ^k could
- * overflow). */
-#define NW_FS_DELTA_MAX 800.0
+/* ---- Pairs of doubles: the two vectors of one pair run side by side ------------------------
+ * The same IEEE operation on each half in both spellings (SSE2, or two scalars elsewhere), so
+ * the results do not depend on which one is compiled. */
+#if defined(__SSE2__) || defined(_M_X64)
+#include <emmintrin.h>
+typedef __m128d fs_pair;
+static inline fs_pair p_load(const double *p) { return _mm_loadu_pd(p); }
+static inline void p_store(double *p, fs_pair a) { _mm_storeu_pd(p, a); }
+static inline fs_pair p_set(double lo, double hi) { return _mm_set_pd(hi, lo); }
+static inline fs_pair p_dup(double a) { return _mm_set1_pd(a); }
+static inline fs_pair p_zero(void) { return _mm_setzero_pd(); }
+static inline fs_pair p_add(fs_pair a, fs_pair b) { return _mm_add_pd(a, b); }
+static inline fs_pair p_mul(fs_pair a, fs_pair b) { return _mm_mul_pd(a, b); }
+#else
+typedef struct fs_pair {
+    double lo, hi;
+} fs_pair;
+static inline fs_pair p_load(const double *p) { return (fs_pair){p[0], p[1]}; }
+static inline void p_store(double *p, fs_pair a) { p[0] = a.lo, p[1] = a.hi; }
+static inline fs_pair p_set(double lo, double hi) { return (fs_pair){lo, hi}; }
+static inline fs_pair p_dup(double a) { return (fs_pair){a, a}; }
+static inline fs_pair p_zero(void) { return (fs_pair){0.0, 0.0}; }
+static inline fs_pair p_add(fs_pair a, fs_pair b) { return (fs_pair){a.lo + b.lo, a.hi + b.hi}; }
+static inline fs_pair p_mul(fs_pair a, fs_pair b) { return (fs_pair){a.lo * b.lo, a.hi * b.hi}; }
+#endif
 
 size_t nw_fs_bytes(size_t n, size_t v, size_t k1) {
+    const size_t vp = (v + 1) / 2 * 2;
     size_t blocks = (n + NW_FS_BLOCK - 1) / NW_FS_BLOCK, doubles, part;
-    if (!nw_mul(v + 2, n, &doubles) || !nw_mul(blocks + 2, 2 * v * k1, &part) ||
+    if (!nw_mul(vp + 2, n, &doubles) || !nw_mul(blocks, 2 * vp * k1, &part) ||
         !nw_add(doubles, part, &doubles) || !nw_mul(doubles, sizeof(double), &doubles))
         return SIZE_MAX;
     return doubles;
@@ -20,206 +43,97 @@ size_t nw_fs_bytes(size_t n, size_t v, size_t k1) {
 void nw_fs_init(nw_fastsum *fs, void *mem, size_t n, size_t v, size_t k1) {
     fs->n = n;
     fs->v = v;
+    fs->vp = (v + 1) / 2 * 2;
     fs->k1 = k1;
+    fs->k = k1;
     fs->blocks = (n + NW_FS_BLOCK - 1) / NW_FS_BLOCK;
     fs->inv_h = 1.0;
     fs->x = mem;
     fs->c = fs->x + n;
-    fs->decay = fs->c + v * n;
+    fs->decay = fs->c + fs->vp * n;
     fs->left_ck = fs->decay + n;
-    fs->right_ck = fs->left_ck + fs->blocks * v * k1;
-    fs->scratch = fs->right_ck + fs->blocks * v * k1;
+    fs->right_ck = fs->left_ck + fs->blocks * fs->vp * k1;
+    if (fs->vp > v) /* the padding vector of an odd count: zeros */
+        memset(fs->c + v * n, 0, n * sizeof(double));
 }
 
-size_t nw_fs_block_doubles(size_t v, size_t k1) { return 2 * (NW_FS_BLOCK + 1) * v * k1; }
+size_t nw_fs_block_doubles(size_t v, size_t k1) { return 2 * NW_FS_BLOCK * ((v + 1) / 2 * 2) * k1; }
 
 void nw_fs_block_init(nw_fs_block *blk, double *mem) {
     blk->b = blk->s = blk->e = 0;
     blk->left = mem;
-    blk->right = NULL; /* set by nw_fs_fill, which knows v·k1 */
-}
-
-/* out = T_δ(in) for v vectors of K scaled moments: out[k] = sum_{a<=k} δ^{k-a}/(k-a)! in[a].
- * One copy per K (a compile-time constant there, so that the loops unroll). */
-static inline void translate_k(size_t v, size_t K, double delta, const double *in, double *out) {
-    double pw[NW_FS_KMAX];
-    pw[0] = 1.0;
-    for (size_t m = 1; m < K; m++)
-        pw[m] = pw[m - 1] * delta * (1.0 / (double)m);
-    for (size_t a = 0; a < v; a++, in += K, out += K)
-        for (size_t k = 0; k < K; k++) {
-            double sum = 0.0;
-            for (size_t i = 0; i <= k; i++)
-                sum += pw[k - i] * in[i];
-            out[k] = sum;
-        }
-}
-
-/* The moment counts K with a copy of their own (inlined, loops unrolled); others take the
- * generic one. */
-#define NW_FS_EACH_K(CASE) CASE(1) CASE(2) CASE(3) CASE(4) CASE(5) CASE(6) CASE(7)
-
-static void translate(size_t v, size_t k1, double delta, const double *in, double *out) {
-    switch (k1) {
-#define NW_FS_CASE(K)                                                                              \
-    case K:                                                                                        \
-        translate_k(v, K, delta, in, out);                                                         \
-        return;
-        NW_FS_EACH_K(NW_FS_CASE)
-#undef NW_FS_CASE
-    default:
-        translate_k(v, k1, delta, in, out);
-    }
+    blk->right = NULL; /* set by nw_fs_fill, which knows the moment count */
 }
 
 /* δ between points j - 1 and j (j >= 1). */
 static double gap(const nw_fastsum *fs, size_t j) { return (fs->x[j] - fs->x[j - 1]) * fs->inv_h; }
 
-/* next = e^{-δ} T_δ(prev) + c_j e_0 (prev and next may not alias); decay = e^{-δ}. The
- * recursions' inner step: one copy per K (inlined, so that its loops unroll), chosen by one
- * predictable switch per point instead of a call per vector. */
-static inline void step_k(const nw_fastsum *fs, size_t v, size_t K, double delta, double decay,
-                          const double *prev, size_t j, double *next) {
-    if (decay > 0.0) {
-        double pw[NW_FS_KMAX], in[NW_FS_KMAX];
-        pw[0] = 1.0;
-        for (size_t m = 1; m < K; m++)
-            pw[m] = pw[m - 1] * delta * (1.0 / (double)m);
-        for (size_t a = 0; a < v; a++) {
-            for (size_t k = 0; k < K; k++) /* scalar copies: no vector load of pw's stores */
-                in[k] = prev[a * K + k];
-            for (size_t k = 0; k < K; k++) {
-                double sum = pw[k] * in[0]; /* = 0.0 + it, but for the sign of a zero */
-                for (size_t i = 1; i <= k; i++)
-                    sum += pw[k - i] * in[i];
-                next[a * K + k] = sum * decay;
-            }
+/* ---- The passes ---------------------------------------------------------------------------
+ * One pair of vectors (pr) over points s .. e-1 (forward) or e-1 .. s (backward), its K
+ * moments in registers; K is a compile-time constant in each copy (one per K, the loops
+ * unrolled). in: the running sums before the first step (L_{s-1} or R_e, K pairs at stride
+ * vp); out: the last (L_{e-1} or R_s). With store, the exclusive sums of every point j: the
+ * step without its own c_j, X_j = e^{-δ} T_δ(L_{j-1}) (forward) or Y_j (backward), at
+ * store + (j - s)·K·vp. The step: out[k] = e^{-δ} sum_{i<=k} δ^{k-i}/(k-i)! in[i], summed
+ * from i = 0 (the i = k term, whose factor is 1, last). */
+static inline void translate_pair(size_t K, double delta, double decay, const fs_pair *in,
+                                  fs_pair *out) {
+    double pw[NW_FS_KMAX];
+    pw[0] = 1.0;
+    for (size_t m = 1; m < K; m++)
+        pw[m] = pw[m - 1] * delta * (1.0 / (double)m);
+    const fs_pair dd = p_dup(decay);
+    for (size_t k = 0; k < K; k++) {
+        fs_pair sum = k == 0 ? in[0] : p_mul(p_dup(pw[k]), in[0]);
+        for (size_t i = 1; i <= k; i++)
+            sum = p_add(sum, i == k ? in[k] : p_mul(p_dup(pw[k - i]), in[i]));
+        out[k] = p_mul(sum, dd);
+    }
+}
+
+static inline void pass_pair_k(const nw_fastsum *fs, size_t K, size_t pr, size_t s, size_t e,
+                               int backward, const double *in, double *out, double *store) {
+    const size_t vp = fs->vp, n = fs->n, kv = K * vp;
+    const double *c0 = fs->c + 2 * pr * n, *c1 = c0 + n;
+    fs_pair run[NW_FS_KMAX], ex[NW_FS_KMAX];
+    for (size_t k = 0; k < K; k++)
+        run[k] = p_load(in + k * vp + 2 * pr);
+    for (size_t t = s; t < e; t++) {
+        const size_t j = backward ? e - 1 - (t - s) : t;
+        const size_t g = backward ? j + 1 : j; /* the gap crossed: (g - 1, g) */
+        const double decay = g < n ? fs->decay[g] : 0.0; /* decay[0] = 0 */
+        if (decay > 0.0) {
+            translate_pair(K, gap(fs, g), decay, run, ex);
+        } else { /* nothing reaches across (and δ^k could overflow) */
+            for (size_t k = 0; k < K; k++)
+                ex[k] = p_zero();
         }
-    } else {
-        for (size_t i = 0; i < v * K; i++)
-            next[i] = 0.0;
+        if (store != NULL)
+            for (size_t k = 0; k < K; k++)
+                p_store(store + (j - s) * kv + k * vp + 2 * pr, ex[k]);
+        run[0] = p_add(ex[0], p_set(c0[j], c1[j]));
+        for (size_t k = 1; k < K; k++)
+            run[k] = ex[k];
     }
-    for (size_t a = 0; a < v; a++)
-        next[a * K] += fs->c[a * fs->n + j];
+    if (out != NULL)
+        for (size_t k = 0; k < K; k++)
+            p_store(out + k * vp + 2 * pr, run[k]);
 }
 
-/* The forward steps j = s .. e-1: buf[(j - s + 1)·vk] = L_j from buf[(j - s)·vk] (buf[0] =
- * L_{s-1}); ring: two slots only (slot (j - s + 1) % 2), for the passes that keep no sums. One
- * copy per K, the step inlined into its loop (a call and a switch per point were a fifth of a
- * CV evaluation). Returns the last sums. */
-static inline double *forward_k(const nw_fastsum *fs, size_t K, size_t s, size_t e, double *buf,
-                                int ring) {
-    const size_t vk = fs->v * K;
-    double *next = buf;
-    for (size_t j = s; j < e; j++) {
-        const double *prev = buf + (ring ? (j - s) & 1 : j - s) * vk;
-        next = buf + (ring ? (j - s + 1) & 1 : j - s + 1) * vk;
-        step_k(fs, fs->v, K, j > 0 ? gap(fs, j) : INFINITY, fs->decay[j], prev, j, next);
-    }
-    return next;
-}
+/* The moment counts K with a copy of their own. */
+#define NW_FS_EACH_K(CASE) CASE(1) CASE(2) CASE(3) CASE(4) CASE(5) CASE(6) CASE(7) CASE(8)
 
-/* The backward steps j = e-1 .. s: buf[(j - s)·vk] = R_j from buf[(j - s + 1)·vk] (buf[(e -
- * s)·vk] = R_e); ring: slots (j - s) % 2, R_e in slot (e - s) % 2. */
-static inline double *backward_k(const nw_fastsum *fs, size_t K, size_t s, size_t e, double *buf,
-                                 int ring) {
-    const size_t vk = fs->v * K, n = fs->n;
-    double *next = buf + (ring ? (e - s) & 1 : e - s) * vk;
-    for (size_t j = e; j-- > s;) {
-        const double *prev = buf + (ring ? (j - s + 1) & 1 : j - s + 1) * vk;
-        next = buf + (ring ? (j - s) & 1 : j - s) * vk;
-        step_k(fs, fs->v, K, j + 1 < n ? gap(fs, j + 1) : INFINITY, j + 1 < n ? fs->decay[j + 1] : 0.0,
-               prev, j, next);
-    }
-    return next;
-}
-
-/* The passes for v == 2 (one y column, the common case) with both sizes known: the running
- * sums stay in registers instead of going through memory at every point (the chain of
- * dependent steps was the passes' cost); keep: every step's sums also stored, as forward_k and
- * backward_k store them. The same arithmetic: the same sums to the last bit. Without keep the
- * result is left in slot 0 and backward reads R_e from slot (e - s) % 2 as backward_k does. */
-static inline double *forward2_k(const nw_fastsum *fs, size_t K, size_t s, size_t e,
-                                 double *buf, int keep) {
-    double cur[2 * NW_FS_KMAX], nxt[2 * NW_FS_KMAX];
-    for (size_t i = 0; i < 2 * K; i++)
-        cur[i] = buf[i];
-    for (size_t j = s; j < e; j++) {
-        step_k(fs, 2, K, j > 0 ? gap(fs, j) : INFINITY, fs->decay[j], cur, j, nxt);
-        for (size_t i = 0; i < 2 * K; i++)
-            cur[i] = nxt[i];
-        if (keep)
-            for (size_t i = 0; i < 2 * K; i++)
-                buf[(j - s + 1) * 2 * K + i] = nxt[i];
-    }
-    if (keep)
-        return buf + (e - s) * 2 * K;
-    for (size_t i = 0; i < 2 * K; i++)
-        buf[i] = cur[i];
-    return buf;
-}
-
-static inline double *backward2_k(const nw_fastsum *fs, size_t K, size_t s, size_t e,
-                                  double *buf, int keep) {
-    const size_t n = fs->n;
-    double cur[2 * NW_FS_KMAX], nxt[2 * NW_FS_KMAX];
-    for (size_t i = 0; i < 2 * K; i++)
-        cur[i] = buf[(keep ? e - s : (e - s) & 1) * 2 * K + i];
-    for (size_t j = e; j-- > s;) {
-        step_k(fs, 2, K, j + 1 < n ? gap(fs, j + 1) : INFINITY, j + 1 < n ? fs->decay[j + 1] : 0.0,
-               cur, j, nxt);
-        for (size_t i = 0; i < 2 * K; i++)
-            cur[i] = nxt[i];
-        if (keep)
-            for (size_t i = 0; i < 2 * K; i++)
-                buf[(j - s) * 2 * K + i] = nxt[i];
-    }
-    for (size_t i = 0; i < 2 * K; i++)
-        buf[i] = cur[i];
-    return buf;
-}
-
-static double *forward(const nw_fastsum *fs, size_t s, size_t e, double *buf, int ring) {
-    if (fs->v == 2)
-        switch (fs->k1) {
+static void pass_pair(const nw_fastsum *fs, size_t pr, size_t s, size_t e, int backward,
+                      const double *in, double *out, double *store) {
+    switch (fs->k) {
 #define NW_FS_CASE(K)                                                                              \
     case K:                                                                                        \
-        return forward2_k(fs, K, s, e, buf, !ring);
-            NW_FS_EACH_K(NW_FS_CASE)
-#undef NW_FS_CASE
-        default:
-            break;
-        }
-    switch (fs->k1) {
-#define NW_FS_CASE(K)                                                                              \
-    case K:                                                                                        \
-        return forward_k(fs, K, s, e, buf, ring);
+        pass_pair_k(fs, K, pr, s, e, backward, in, out, store);                                    \
+        return;
         NW_FS_EACH_K(NW_FS_CASE)
 #undef NW_FS_CASE
     default:
-        return forward_k(fs, fs->k1, s, e, buf, ring);
-    }
-}
-
-static double *backward(const nw_fastsum *fs, size_t s, size_t e, double *buf, int ring) {
-    if (fs->v == 2)
-        switch (fs->k1) {
-#define NW_FS_CASE(K)                                                                              \
-    case K:                                                                                        \
-        return backward2_k(fs, K, s, e, buf, !ring);
-            NW_FS_EACH_K(NW_FS_CASE)
-#undef NW_FS_CASE
-        default:
-            break;
-        }
-    switch (fs->k1) {
-#define NW_FS_CASE(K)                                                                              \
-    case K:                                                                                        \
-        return backward_k(fs, K, s, e, buf, ring);
-        NW_FS_EACH_K(NW_FS_CASE)
-#undef NW_FS_CASE
-    default:
-        return backward_k(fs, fs->k1, s, e, buf, ring);
+        return; /* not reached: k <= NW_FS_KMAX */
     }
 }
 
@@ -227,101 +141,144 @@ typedef struct pass_job {
     nw_fastsum *fs;
 } pass_job;
 
+static size_t block_end(const nw_fastsum *fs, size_t b) {
+    const size_t e = (b + 1) * NW_FS_BLOCK;
+    return e < fs->n ? e : fs->n;
+}
+
 /* decay[j] = e^{-δ_j} of the gaps, a block per unit. */
 static void decay_unit(void *arg, size_t b, size_t worker) {
     (void)worker;
     nw_fastsum *fs = ((pass_job *)arg)->fs;
-    const size_t s = b * NW_FS_BLOCK, e = s + NW_FS_BLOCK < fs->n ? s + NW_FS_BLOCK : fs->n;
+    const size_t s = b * NW_FS_BLOCK, e = block_end(fs, b);
     for (size_t j = s > 0 ? s : 1; j < e; j++)
         fs->decay[j] = exp(-gap(fs, j));
     if (s == 0)
         fs->decay[0] = 0.0;
 }
 
-/* Unit 0: the forward pass (left checkpoints); unit 1: the backward pass (right ones). */
+/* Unit 2 pr: pair pr's forward pass (left checkpoints); unit 2 pr + 1: its backward pass. */
 static void pass_unit(void *arg, size_t unit, size_t worker) {
     (void)worker;
     nw_fastsum *fs = ((pass_job *)arg)->fs;
-    const size_t n = fs->n, vk = fs->v * fs->k1;
-    double *buf = fs->scratch + 2 * unit * vk, *last;
-    memset(buf, 0, 2 * vk * sizeof(double));
-    if (unit == 0) {
-        for (size_t b = 0; b < fs->blocks; b++) {
-            const size_t s = b * NW_FS_BLOCK, e = s + NW_FS_BLOCK < n ? s + NW_FS_BLOCK : n;
-            memcpy(fs->left_ck + b * vk, buf, vk * sizeof(double));
-            if ((last = forward(fs, s, e, buf, 1)) != buf)
-                memcpy(buf, last, vk * sizeof(double));
-        }
+    const size_t kv = fs->k * fs->vp, pr = unit / 2;
+    if (unit % 2 == 0) {
+        for (size_t k = 0; k < fs->k; k++)
+            memset(fs->left_ck + k * fs->vp + 2 * pr, 0, 2 * sizeof(double));
+        for (size_t b = 0; b + 1 < fs->blocks; b++)
+            pass_pair(fs, pr, b * NW_FS_BLOCK, block_end(fs, b), 0, fs->left_ck + b * kv,
+                      fs->left_ck + (b + 1) * kv, NULL);
     } else {
-        for (size_t b = fs->blocks; b-- > 0;) {
-            const size_t s = b * NW_FS_BLOCK, e = s + NW_FS_BLOCK < n ? s + NW_FS_BLOCK : n;
-            double *start = buf + ((e - s) & 1) * vk; /* where backward() reads R_e */
-            if (start != buf)
-                memcpy(start, buf, vk * sizeof(double));
-            memcpy(fs->right_ck + b * vk, start, vk * sizeof(double));
-            if ((last = backward(fs, s, e, buf, 1)) != buf)
-                memcpy(buf, last, vk * sizeof(double));
-        }
+        double *last = fs->right_ck + (fs->blocks - 1) * kv;
+        for (size_t k = 0; k < fs->k; k++)
+            memset(last + k * fs->vp + 2 * pr, 0, 2 * sizeof(double));
+        for (size_t b = fs->blocks - 1; b > 0; b--)
+            pass_pair(fs, pr, b * NW_FS_BLOCK, block_end(fs, b), 1, fs->right_ck + b * kv,
+                      fs->right_ck + (b - 1) * kv, NULL);
     }
 }
 
-void nw_fs_prepare(nw_fastsum *fs, double inv_h, nw_workers *team, size_t threads) {
+void nw_fs_prepare(nw_fastsum *fs, double inv_h, size_t k, nw_workers *team, size_t threads) {
     fs->inv_h = inv_h;
+    fs->k = k;
     pass_job job = {fs};
     nw_parallel_for(team, threads, fs->blocks, decay_unit, &job);
-    nw_parallel_for(team, threads, 2, pass_unit, &job);
+    nw_parallel_for(team, threads, fs->vp, pass_unit, &job);
 }
 
 void nw_fs_fill(const nw_fastsum *fs, size_t b, nw_fs_block *blk) {
-    const size_t n = fs->n, vk = fs->v * fs->k1;
-    const size_t s = b * NW_FS_BLOCK, e = s + NW_FS_BLOCK < n ? s + NW_FS_BLOCK : n;
+    const size_t kv = fs->k * fs->vp;
+    const size_t s = b * NW_FS_BLOCK, e = block_end(fs, b);
     blk->b = b, blk->s = s, blk->e = e;
-    blk->right = blk->left + (NW_FS_BLOCK + 1) * vk;
-    /* left[(j - s + 1)·vk] = L_j, left[0] = L_{s-1}; right[(j - s)·vk] = R_j, right[(e-s)·vk] = R_e */
-    memcpy(blk->left, fs->left_ck + b * vk, vk * sizeof(double));
-    forward(fs, s, e, blk->left, 0);
-    memcpy(blk->right + (e - s) * vk, fs->right_ck + b * vk, vk * sizeof(double));
-    backward(fs, s, e, blk->right, 0);
+    blk->right = blk->left + NW_FS_BLOCK * kv;
+    for (size_t pr = 0; pr < fs->vp / 2; pr++) {
+        pass_pair(fs, pr, s, e, 0, fs->left_ck + b * kv, NULL, blk->left);
+        pass_pair(fs, pr, s, e, 1, fs->right_ck + b * kv, NULL, blk->right);
+    }
 }
 
-/* out = e^{-(δ - δ_near)} T_δ(sums), unscaled (times k!); zero when the side is empty. */
-static void side(const nw_fastsum *fs, const double *sums, double delta, double near,
-                 double *out) {
-    const size_t v = fs->v, k1 = fs->k1;
-    const double factor = !(delta < INFINITY) ? 0.0 : delta == near ? 1.0 : exp(near - delta);
-    if (!(factor > 0.0)) {
-        memset(out, 0, v * k1 * sizeof(double));
+/* The running (inclusive) sums of point j of the block, j's own c_j included: L_j (left) or
+ * R_j, from its exclusive sums; j one outside the block: the block's checkpoint. */
+static void inclusive(const nw_fastsum *fs, const nw_fs_block *blk, size_t j, int right,
+                      double *out) {
+    const size_t vp = fs->vp, kv = fs->k * vp;
+    if (j < blk->s || j >= blk->e) { /* L_{s-1} or R_e */
+        memcpy(out, (right ? fs->right_ck : fs->left_ck) + blk->b * kv, kv * sizeof(double));
         return;
     }
-    translate(v, k1, delta, sums, out);
-    for (size_t a = 0; a < v; a++) {
-        double fact = factor;
-        for (size_t k = 0; k < k1; k++) {
-            out[a * k1 + k] *= fact;
-            fact *= (double)(k + 1);
-        }
-    }
+    memcpy(out, (right ? blk->right : blk->left) + (j - blk->s) * kv, kv * sizeof(double));
+    for (size_t a = 0; a < vp; a++)
+        out[a] += fs->c[a * fs->n + j];
 }
 
-void nw_fs_moments_loo(const nw_fastsum *fs, const nw_fs_block *blk, size_t j, double *left,
-                       double *right) {
-    const size_t n = fs->n, vk = fs->v * fs->k1, s = blk->s;
-    const double dl = j > 0 ? (fs->x[j] - fs->x[j - 1]) * fs->inv_h : INFINITY;
-    const double dr = j + 1 < n ? (fs->x[j + 1] - fs->x[j]) * fs->inv_h : INFINITY;
+/* sums <- e^{near - δ} T_δ(sums) in place (moments from the highest down: each reads only
+ * lower ones); zero when the side is empty or out of reach. */
+static void side(const nw_fastsum *fs, double *sums, double delta, double near) {
+    const size_t vp = fs->vp, K = fs->k;
+    const double factor = !(delta < INFINITY) ? 0.0 : delta == near ? 1.0 : exp(near - delta);
+    if (!(factor > 0.0)) {
+        memset(sums, 0, K * vp * sizeof(double));
+        return;
+    }
+    double pw[NW_FS_KMAX];
+    pw[0] = 1.0;
+    for (size_t m = 1; m < K; m++)
+        pw[m] = pw[m - 1] * delta * (1.0 / (double)m);
+    for (size_t a = 0; a < vp; a++)
+        for (size_t k = K; k-- > 0;) {
+            double sum = 0.0;
+            for (size_t i = 0; i <= k; i++)
+                sum += pw[k - i] * sums[i * vp + a];
+            sums[k * vp + a] = sum * factor;
+        }
+}
+
+void nw_fs_moments_loo(const nw_fastsum *fs, const nw_fs_block *blk, size_t j,
+                       const double **left, const double **right, double *lbuf, double *rbuf) {
+    const size_t n = fs->n, kv = fs->k * fs->vp, s = blk->s;
+    const double dl = j > 0 ? gap(fs, j) : INFINITY;
+    const double dr = j + 1 < n ? gap(fs, j + 1) : INFINITY;
     const double near = fmin(dl, dr);
-    side(fs, blk->left + (j - s) * vk, dl, near, left);       /* L_{j-1} */
-    side(fs, blk->right + (j - s + 1) * vk, dr, near, right); /* R_{j+1} */
+    if (near <= NW_FS_NEAR_MAX) { /* the exclusive sums themselves */
+        *left = blk->left + (j - s) * kv;
+        *right = blk->right + (j - s) * kv;
+        return;
+    }
+    if (j > 0) {
+        inclusive(fs, blk, j - 1, 0, lbuf);
+        side(fs, lbuf, dl, near);
+    } else {
+        memset(lbuf, 0, kv * sizeof(double));
+    }
+    if (j + 1 < n) {
+        inclusive(fs, blk, j + 1, 1, rbuf);
+        side(fs, rbuf, dr, near);
+    } else {
+        memset(rbuf, 0, kv * sizeof(double));
+    }
+    *left = lbuf;
+    *right = rbuf;
 }
 
 void nw_fs_moments_at(const nw_fastsum *fs, const nw_fs_block *blk, size_t j, double q,
                       double *left, double *right) {
-    const size_t n = fs->n, vk = fs->v * fs->k1, s = blk->s;
+    const size_t n = fs->n, kv = fs->k * fs->vp;
     const size_t r = j == SIZE_MAX ? 0 : j + 1;
     const double dl = j != SIZE_MAX ? (q - fs->x[j]) * fs->inv_h : INFINITY;
     const double dr = r < n ? (fs->x[r] - q) * fs->inv_h : INFINITY;
     const double near = fmin(dl, dr);
-    side(fs, j != SIZE_MAX ? blk->left + (j - s + 1) * vk : blk->left, dl, near, left);
-    side(fs, blk->right + (r - s) * vk, dr, near, right);
+    if (j != SIZE_MAX) {
+        inclusive(fs, blk, j, 0, left);
+        side(fs, left, dl, near);
+    } else {
+        memset(left, 0, kv * sizeof(double));
+    }
+    if (r < n) {
+        inclusive(fs, blk, r, 1, right);
+        side(fs, right, dr, near);
+    } else {
+        memset(right, 0, kv * sizeof(double));
+    }
 }
 
 size_t nw_fs_locate(const nw_fastsum *fs, double q) {

@@ -14,7 +14,16 @@
  * for c >= 0: no cancellation, whatever |x| / h is. Moments are stored divided by k!, so T_δ is
  * the convolution with δ^m / m!. The points are cut into blocks of NW_FS_BLOCK; one forward
  * and one backward pass store the sums at the block edges (checkpoints, O(n / B) memory), then
- * blocks are independent: each recomputes its own sums from its checkpoints (threads). */
+ * blocks are independent: each recomputes its own sums from its checkpoints (threads).
+ *
+ * The vectors run in pairs (two doubles side by side: 1 and y for one y column), each pair's
+ * K moments in registers through a whole pass; an odd count is padded with a zero vector.
+ * A block stores for each point j the exclusive sums, the step without c_j:
+ * X_j = e^{-δ_j} T_{δ_j}(L_{j-1}) = sum_{i<j} c_i r^k e^{-r} / k! (r = (x_j - x_i) / h) and
+ * likewise Y_j over i > j: exactly the leave-one-out moments of j at scale 1, no translation
+ * or exponential per row. Only when j's nearest neighbour is more than NW_FS_NEAR_MAX
+ * bandwidths away (where e^{-δ} would take the row's sums towards underflow) is the row
+ * computed as before, scaled by e^{r_near}. */
 #ifndef NWATTN_NW_FASTSUM_H
 #define NWATTN_NW_FASTSUM_H
 
@@ -22,22 +31,27 @@
 
 #define NW_FS_BLOCK ((size_t)(8 * NW_UNIT_ROWS)) /* a block is whole units of rows */
 #define NW_FS_KMAX 8                             /* moments per vector, at most */
+/* Rows whose nearest neighbour is farther (in bandwidths) are rescaled by e^{r_near}: below
+ * it a row's sums are at least e^{-128} ~ 1e-56 of their rescaled size, their products
+ * (local linear's determinant) 1e-112, far from double's underflow. */
+#define NW_FS_NEAR_MAX 128.0
 
 typedef struct nw_fastsum {
-    size_t n, v, k1, blocks;
+    size_t n, v, vp, k1, blocks; /* vp: v rounded up to even */
+    size_t k;        /* moments of the current sums (k <= k1; fewer without the gradient) */
     double *x;       /* n sorted positions (the caller fills them) */
-    double *c;       /* v·n coefficients, c[a·n + j] (the caller fills them) */
+    double *c;       /* vp·n coefficients, c[a·n + j] (the caller fills the first v) */
     double inv_h;    /* 1 / h of the current sums */
     double *decay;   /* n: e^{-(x_j - x_{j-1}) / h} (decay[0] = 0) */
-    double *left_ck;  /* blocks × v·k1: L_{s-1} of block b (s its first point; 0 for b = 0) */
-    double *right_ck; /* blocks × v·k1: R_e of block b (e one past its last; 0 for the last) */
-    double *scratch;  /* 4 × v·k1: the two passes' running sums */
+    double *left_ck;  /* blocks × k·vp: L_{s-1} of block b (s its first point; 0 for b = 0) */
+    double *right_ck; /* blocks × k·vp: R_e of block b (e one past its last; 0 for the last) */
 } nw_fastsum;
+/* Sums are stored moment-major: element (moment k, vector a) at k·vp + a, scaled by 1/k!. */
 
-/* One worker's block: the inclusive sums L_j for j = s-1 .. e-1 and R_j for j = s .. e. */
+/* One worker's block: the exclusive sums X_j and Y_j for j = s .. e-1, k·vp each. */
 typedef struct nw_fs_block {
     size_t b, s, e;
-    double *left, *right; /* (NW_FS_BLOCK + 1) × v·k1 each */
+    double *left, *right; /* NW_FS_BLOCK × k1·vp each */
 } nw_fs_block;
 
 /* Bytes of nw_fs_init's memory (SIZE_MAX on overflow). */
@@ -47,17 +61,21 @@ void nw_fs_init(nw_fastsum *fs, void *mem, size_t n, size_t v, size_t k1);
 size_t nw_fs_block_doubles(size_t v, size_t k1);
 void nw_fs_block_init(nw_fs_block *blk, double *mem);
 
-/* The checkpoints at bandwidth 1 / inv_h (the two passes run as two units on the team). */
-void nw_fs_prepare(nw_fastsum *fs, double inv_h, nw_workers *team, size_t threads);
-/* Recomputes block b's sums from its checkpoints. */
+/* The decays and checkpoints of k <= k1 moments at bandwidth 1 / inv_h (the pairs' forward
+ * and backward passes as units on the team). */
+void nw_fs_prepare(nw_fastsum *fs, double inv_h, size_t k, nw_workers *team, size_t threads);
+/* Recomputes block b's exclusive sums from its checkpoints. */
 void nw_fs_fill(const nw_fastsum *fs, size_t b, nw_fs_block *blk);
 
-/* The moments (v·k1 each, plain, not divided by k!) of training point j (s <= j < e of the
- * filled block) with j itself left out (its duplicates stay in). */
-void nw_fs_moments_loo(const nw_fastsum *fs, const nw_fs_block *blk, size_t j, double *left,
-                       double *right);
-/* The same at query q, where j is the last point with x_j <= q (SIZE_MAX: q < x_0), in the
- * filled block (j in [s, e), or j == SIZE_MAX with block 0). */
+/* The leave-one-out moments (k·vp each, scaled by 1/k!, at a common scale) of training point j
+ * (s <= j < e of the filled block), j itself left out (its duplicates stay in): *left and
+ * *right point into the block, or, for a row beyond NW_FS_NEAR_MAX, to lbuf and rbuf
+ * (k·vp doubles each) where they are computed. */
+void nw_fs_moments_loo(const nw_fastsum *fs, const nw_fs_block *blk, size_t j,
+                       const double **left, const double **right, double *lbuf, double *rbuf);
+/* The same (into left and right) at query q, where j is the last point with x_j <= q
+ * (SIZE_MAX: q < x_0), in the filled block (j in [s, e), or j == SIZE_MAX with block 0),
+ * scaled by e^{r_near}. */
 void nw_fs_moments_at(const nw_fastsum *fs, const nw_fs_block *blk, size_t j, double q,
                       double *left, double *right);
 
@@ -70,9 +88,10 @@ size_t nw_fs_locate(const nw_fastsum *fs, double q);
 int nw_fs_kernel_supported(nwattn_kernel kernel);
 /* Moments per vector the model needs (with or without the h-derivative). */
 size_t nw_fs_moments_needed(const nw_model *model, int grad);
-/* The row's nw_sums from its one-sided moments; vectors: 0 the weights, 1 + c the y columns. */
-void nw_fs_row_sums(const nw_model *model, size_t k1, const double *left, const double *right,
-                    nw_sums *s);
+/* The row's nw_sums from its one-sided moments (k moments of vp vectors, the engine's layout);
+ * vectors: 0 the weights, 1 + c the y columns. */
+void nw_fs_row_sums(const nw_model *model, size_t k, size_t vp, const double *left,
+                    const double *right, nw_sums *s);
 
 /* ---- The Gaussian (fastsum_gauss.c): a 1-D fast Gauss transform with a stated bound ------ */
 #define NW_FG_AMAX 4 /* powers of u summed: local linear's u^2 times the derivative's u^2 */

@@ -11,7 +11,8 @@ static size_t align8(size_t bytes) { return (bytes + 7) / 8 * 8; }
 
 /* Doubles of a worker's row moments: both sides (Laplace family) or one array (Gaussian). */
 static size_t row_doubles(size_t v, size_t k1) {
-    return v * (2 * k1 > NW_FG_AMAX + 1 ? 2 * k1 : NW_FG_AMAX + 1) + NW_FG_LOCAL_DOUBLES(v);
+    const size_t vp = (v + 1) / 2 * 2;
+    return vp * (2 * k1 > NW_FG_AMAX + 1 ? 2 * k1 : NW_FG_AMAX + 1) + NW_FG_LOCAL_DOUBLES(v);
 }
 
 size_t nw_fs_plan_bytes(const nw_model *model, size_t n, size_t threads) {
@@ -62,7 +63,7 @@ static void worker_scratch(const nw_plan *plan, size_t worker, nw_fs_block *blk,
     double *mem = fp->worker_mem + worker * fp->worker_doubles;
     nw_fs_block_init(blk, mem);
     *left = mem + nw_fs_block_doubles(fp->fs.v, fp->fs.k1);
-    *right = *left + fp->fs.v * fp->fs.k1;
+    *right = *left + fp->fs.vp * fp->fs.k1;
 }
 
 typedef struct cv_job {
@@ -86,9 +87,10 @@ static void cv_block(void *arg, size_t b, size_t worker) {
         memset(plan->partial + u * (3 + d), 0, (3 + d) * sizeof(double));
     for (size_t j = blk.s; j < blk.e; j++) {
         nw_sums s;
+        const double *lm, *rm;
         nw_sums_init(&s, wk->sums_mem, model, job->want_grad);
-        nw_fs_moments_loo(fs, &blk, j, left, right);
-        nw_fs_row_sums(model, fs->k1, left, right, &s);
+        nw_fs_moments_loo(fs, &blk, j, &lm, &rm, left, right);
+        nw_fs_row_sums(model, fs->k, fs->vp, lm, rm, &s);
         unsigned flags = nw_finish_row(model, &s, 1, wk->work, wk->yhat,
                                        job->want_grad ? wk->dyhat : NULL, NULL);
         nw_cv_add_row(model, flags, wk->yhat, wk->dyhat, plan->train.y + j, n, job->want_grad, 1.0,
@@ -152,7 +154,10 @@ void nw_fs_cv_units(nw_plan *plan, int want_grad) {
                         &job);
         return;
     }
-    nw_fs_prepare(fs, plan->inv_h[0], plan->team, plan->threads);
+    /* without the gradient fewer moments: the same values (the lower moments never read the
+     * higher ones) */
+    nw_fs_prepare(fs, plan->inv_h[0], nw_fs_moments_needed(&plan->model, want_grad), plan->team,
+                  plan->threads);
     cv_job job = {plan, want_grad, NW_FS_BLOCK};
     nw_parallel_for(plan->team, plan->threads, fs->blocks, cv_block, &job);
 }
@@ -214,7 +219,7 @@ static void predict_block(void *arg, size_t b, size_t worker) {
         nw_sums s;
         nw_sums_init(&s, wk->sums_mem, model, 0);
         nw_fs_moments_at(fs, &blk, next - 1, q, left, right); /* next 0: SIZE_MAX */
-        nw_fs_row_sums(model, fs->k1, left, right, &s);
+        nw_fs_row_sums(model, fs->k, fs->vp, left, right, &s);
         job->flagged[b] += (size_t)store_row(job, wk, i, &s);
     }
 }
@@ -272,7 +277,8 @@ size_t nw_fs_predict(nw_plan *plan, size_t m, const float *xq, size_t ldq, float
             total += tmp[u];
         return total;
     }
-    nw_fs_prepare(fs, plan->inv_h[0], plan->team, plan->threads);
+    nw_fs_prepare(fs, plan->inv_h[0], nw_fs_moments_needed(&plan->model, 0), plan->team,
+                  plan->threads);
     /* block b >= 1 takes the queries with x_{bB} <= q < x_{(b+1)B} (j = last x_j <= q) */
     start[0] = 0;
     start[blocks] = m;

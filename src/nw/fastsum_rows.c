@@ -42,36 +42,44 @@ size_t nw_fs_moments_needed(const nw_model *model, int grad) {
     return f.degree + 1 + (grad ? 1 : 0) + (model->degree == NWATTN_LOCAL_LINEAR ? 2 : 0);
 }
 
-/* sum_i c_i u_i^a poly(r_i) e^{-r_i} over both sides: u = r on the right, -r on the left. */
-static double combine(const double *poly, size_t terms, size_t a, const double *left,
-                      const double *right) {
+/* Plain moments from the engine's scaled ones: moment k times k!. */
+static const double factorial[NW_FS_KMAX] = {1.0, 1.0, 2.0, 6.0, 24.0, 120.0, 720.0, 5040.0};
+
+/* sum_i c_i u_i^a poly(r_i) e^{-r_i} of vector vec over both sides: u = r on the right, -r on
+ * the left. */
+static double combine(const double *poly, size_t terms, size_t a, size_t vp, size_t vec,
+                      const double *left, const double *right) {
     double sum = 0.0;
     for (size_t m = 0; m < terms; m++)
-        if (poly[m] != 0.0)
-            sum += poly[m] * (a % 2 == 0 ? right[m + a] + left[m + a] : right[m + a] - left[m + a]);
+        if (poly[m] != 0.0) {
+            const size_t k = m + a;
+            const double r = right[k * vp + vec], l = left[k * vp + vec];
+            sum += poly[m] * factorial[k] * (a % 2 == 0 ? r + l : r - l);
+        }
     return sum;
 }
 
 /* m (p×p, upper) and b (p×dv) of the weight poly. */
-static void fill(const nw_model *model, size_t k1, const double *poly, size_t terms,
+static void fill(const nw_model *model, size_t vp, const double *poly, size_t terms,
                  const double *left, const double *right, double *m, double *b) {
     const size_t p = model->p, dv = model->dv;
     for (size_t a = 0; a < p; a++) {
         for (size_t c = a; c < p; c++)
-            m[a + c * p] = combine(poly, terms, a + c, left, right);
+            m[a + c * p] = combine(poly, terms, a + c, vp, 0, left, right);
         for (size_t c = 0; c < dv; c++)
-            b[a + c * p] = combine(poly, terms, a, left + (1 + c) * k1, right + (1 + c) * k1);
+            b[a + c * p] = combine(poly, terms, a, vp, 1 + c, left, right);
     }
 }
 
-void nw_fs_row_sums(const nw_model *model, size_t k1, const double *left, const double *right,
-                    nw_sums *s) {
+void nw_fs_row_sums(const nw_model *model, size_t k, size_t vp, const double *left,
+                    const double *right, nw_sums *s) {
     family f;
+    (void)k;
     if (!family_of(model->kernel, &f))
         return; /* not reached: nw_select_path chose the fast sums for this kernel */
-    fill(model, k1, f.k, f.degree + 1, left, right, s->m, s->b);
+    fill(model, vp, f.k, f.degree + 1, left, right, s->m, s->b);
     if (s->dm != NULL)
-        fill(model, k1, f.g, f.degree + 2, left, right, s->dm, s->db);
+        fill(model, vp, f.g, f.degree + 2, left, right, s->dm, s->db);
 }
 
 /* ---- The Gaussian: K = e^{-u^2/2}, G u^2 = u^2 K (nw.h) ----------------------------------- */
