@@ -76,49 +76,100 @@ static double gap(const nw_fastsum *fs, size_t j) { return (fs->x[j] - fs->x[j -
  * step without its own c_j, X_j = e^{-δ} T_δ(L_{j-1}) (forward) or Y_j (backward), at
  * store + (j - s)·K·vp. The step: out[k] = e^{-δ} sum_{i<=k} δ^{k-i}/(k-i)! in[i], summed
  * from i = 0 (the i = k term, whose factor is 1, last). */
-static inline void translate_pair(size_t K, double delta, double decay, const fs_pair *in,
-                                  fs_pair *out) {
-    double pw[NW_FS_KMAX];
-    pw[0] = 1.0;
-    for (size_t m = 1; m < K; m++)
-        pw[m] = pw[m - 1] * delta * (1.0 / (double)m);
-    const fs_pair dd = p_dup(decay);
-    for (size_t k = 0; k < K; k++) {
-        fs_pair sum = k == 0 ? in[0] : p_mul(p_dup(pw[k]), in[0]);
-        for (size_t i = 1; i <= k; i++)
-            sum = p_add(sum, i == k ? in[k] : p_mul(p_dup(pw[k - i]), in[i]));
-        out[k] = p_mul(sum, dd);
-    }
-}
-
+/* The running sums are named variables, not an array: arrays indexed in loops stayed on the
+ * stack (a store and a reload on the chain of dependent steps). K is a constant in each copy,
+ * so the unused ones fold away. T(m, i): δ^m/m! times moment i. */
+#define T(m, i) p_mul(p_dup(pw##m), r##i)
 static inline void pass_pair_k(const nw_fastsum *fs, size_t K, size_t pr, size_t s, size_t e,
                                int backward, const double *in, double *out, double *store) {
     const size_t vp = fs->vp, n = fs->n, kv = K * vp;
     const double *c0 = fs->c + 2 * pr * n, *c1 = c0 + n;
-    fs_pair run[NW_FS_KMAX], ex[NW_FS_KMAX];
-    for (size_t k = 0; k < K; k++)
-        run[k] = p_load(in + k * vp + 2 * pr);
+    in += 2 * pr;
+    fs_pair r0 = p_load(in), r1 = K > 1 ? p_load(in + vp) : p_zero(),
+            r2 = K > 2 ? p_load(in + 2 * vp) : p_zero(), r3 = K > 3 ? p_load(in + 3 * vp) : p_zero(),
+            r4 = K > 4 ? p_load(in + 4 * vp) : p_zero(), r5 = K > 5 ? p_load(in + 5 * vp) : p_zero(),
+            r6 = K > 6 ? p_load(in + 6 * vp) : p_zero(), r7 = K > 7 ? p_load(in + 7 * vp) : p_zero();
     for (size_t t = s; t < e; t++) {
         const size_t j = backward ? e - 1 - (t - s) : t;
         const size_t g = backward ? j + 1 : j; /* the gap crossed: (g - 1, g) */
         const double decay = g < n ? fs->decay[g] : 0.0; /* decay[0] = 0 */
         if (decay > 0.0) {
-            translate_pair(K, gap(fs, g), decay, run, ex);
+            const double d = gap(fs, g), pw1 = d, pw2 = pw1 * d * (1.0 / 2.0),
+                         pw3 = pw2 * d * (1.0 / 3.0), pw4 = pw3 * d * (1.0 / 4.0),
+                         pw5 = pw4 * d * (1.0 / 5.0), pw6 = pw5 * d * (1.0 / 6.0),
+                         pw7 = pw6 * d * (1.0 / 7.0);
+            const fs_pair dd = p_dup(decay);
+            /* moment k from the old moments 0 .. k: the highest first, then in place */
+            if (K > 7)
+                r7 = p_mul(p_add(p_add(p_add(p_add(p_add(p_add(p_add(T(7, 0), T(6, 1)), T(5, 2)),
+                                                            T(4, 3)),
+                                                      T(3, 4)),
+                                                T(2, 5)),
+                                          T(1, 6)),
+                                    r7),
+                           dd);
+            if (K > 6)
+                r6 = p_mul(p_add(p_add(p_add(p_add(p_add(p_add(T(6, 0), T(5, 1)), T(4, 2)), T(3, 3)),
+                                                  T(2, 4)),
+                                            T(1, 5)),
+                                      r6),
+                           dd);
+            if (K > 5)
+                r5 = p_mul(
+                    p_add(p_add(p_add(p_add(p_add(T(5, 0), T(4, 1)), T(3, 2)), T(2, 3)), T(1, 4)), r5),
+                    dd);
+            if (K > 4)
+                r4 = p_mul(p_add(p_add(p_add(p_add(T(4, 0), T(3, 1)), T(2, 2)), T(1, 3)), r4), dd);
+            if (K > 3)
+                r3 = p_mul(p_add(p_add(p_add(T(3, 0), T(2, 1)), T(1, 2)), r3), dd);
+            if (K > 2)
+                r2 = p_mul(p_add(p_add(T(2, 0), T(1, 1)), r2), dd);
+            if (K > 1)
+                r1 = p_mul(p_add(T(1, 0), r1), dd);
+            r0 = p_mul(r0, dd);
         } else { /* nothing reaches across (and δ^k could overflow) */
-            for (size_t k = 0; k < K; k++)
-                ex[k] = p_zero();
+            r0 = r1 = r2 = r3 = r4 = r5 = r6 = r7 = p_zero();
         }
-        if (store != NULL)
-            for (size_t k = 0; k < K; k++)
-                p_store(store + (j - s) * kv + k * vp + 2 * pr, ex[k]);
-        run[0] = p_add(ex[0], p_set(c0[j], c1[j]));
-        for (size_t k = 1; k < K; k++)
-            run[k] = ex[k];
+        if (store != NULL) { /* the exclusive sums */
+            double *o = store + (j - s) * kv + 2 * pr;
+            p_store(o, r0);
+            if (K > 1)
+                p_store(o + vp, r1);
+            if (K > 2)
+                p_store(o + 2 * vp, r2);
+            if (K > 3)
+                p_store(o + 3 * vp, r3);
+            if (K > 4)
+                p_store(o + 4 * vp, r4);
+            if (K > 5)
+                p_store(o + 5 * vp, r5);
+            if (K > 6)
+                p_store(o + 6 * vp, r6);
+            if (K > 7)
+                p_store(o + 7 * vp, r7);
+        }
+        r0 = p_add(r0, p_set(c0[j], c1[j]));
     }
-    if (out != NULL)
-        for (size_t k = 0; k < K; k++)
-            p_store(out + k * vp + 2 * pr, run[k]);
+    if (out != NULL) {
+        out += 2 * pr;
+        p_store(out, r0);
+        if (K > 1)
+            p_store(out + vp, r1);
+        if (K > 2)
+            p_store(out + 2 * vp, r2);
+        if (K > 3)
+            p_store(out + 3 * vp, r3);
+        if (K > 4)
+            p_store(out + 4 * vp, r4);
+        if (K > 5)
+            p_store(out + 5 * vp, r5);
+        if (K > 6)
+            p_store(out + 6 * vp, r6);
+        if (K > 7)
+            p_store(out + 7 * vp, r7);
+    }
 }
+#undef T
 
 /* The moment counts K with a copy of their own. */
 #define NW_FS_EACH_K(CASE) CASE(1) CASE(2) CASE(3) CASE(4) CASE(5) CASE(6) CASE(7) CASE(8)
@@ -233,17 +284,12 @@ static void side(const nw_fastsum *fs, double *sums, double delta, double near) 
         }
 }
 
-void nw_fs_moments_loo(const nw_fastsum *fs, const nw_fs_block *blk, size_t j,
-                       const double **left, const double **right, double *lbuf, double *rbuf) {
-    const size_t n = fs->n, kv = fs->k * fs->vp, s = blk->s;
+void nw_fs_moments_far(const nw_fastsum *fs, const nw_fs_block *blk, size_t j, double *lbuf,
+                       double *rbuf) {
+    const size_t n = fs->n, kv = fs->k * fs->vp;
     const double dl = j > 0 ? gap(fs, j) : INFINITY;
     const double dr = j + 1 < n ? gap(fs, j + 1) : INFINITY;
     const double near = fmin(dl, dr);
-    if (near <= NW_FS_NEAR_MAX) { /* the exclusive sums themselves */
-        *left = blk->left + (j - s) * kv;
-        *right = blk->right + (j - s) * kv;
-        return;
-    }
     if (j > 0) {
         inclusive(fs, blk, j - 1, 0, lbuf);
         side(fs, lbuf, dl, near);
@@ -256,8 +302,6 @@ void nw_fs_moments_loo(const nw_fastsum *fs, const nw_fs_block *blk, size_t j,
     } else {
         memset(rbuf, 0, kv * sizeof(double));
     }
-    *left = lbuf;
-    *right = rbuf;
 }
 
 void nw_fs_moments_at(const nw_fastsum *fs, const nw_fs_block *blk, size_t j, double q,

@@ -67,12 +67,28 @@ void nw_fs_prepare(nw_fastsum *fs, double inv_h, size_t k, nw_workers *team, siz
 /* Recomputes block b's exclusive sums from its checkpoints. */
 void nw_fs_fill(const nw_fastsum *fs, size_t b, nw_fs_block *blk);
 
-/* The leave-one-out moments (k·vp each, scaled by 1/k!, at a common scale) of training point j
- * (s <= j < e of the filled block), j itself left out (its duplicates stay in): *left and
- * *right point into the block, or, for a row beyond NW_FS_NEAR_MAX, to lbuf and rbuf
- * (k·vp doubles each) where they are computed. */
-void nw_fs_moments_loo(const nw_fastsum *fs, const nw_fs_block *blk, size_t j,
-                       const double **left, const double **right, double *lbuf, double *rbuf);
+/* Training point j of the filled block (s <= j < e) needs its sums rescaled: its nearest
+ * neighbour is more than NW_FS_NEAR_MAX bandwidths away on both sides. */
+static inline int nw_fs_far(const nw_fastsum *fs, size_t j) {
+    const double reach = NW_FS_NEAR_MAX / fs->inv_h;
+    return (j == 0 || fs->x[j] - fs->x[j - 1] > reach) &&
+           (j + 1 == fs->n || fs->x[j + 1] - fs->x[j] > reach);
+}
+/* The leave-one-out moments (k·vp each, scaled by 1/k!) of training point j (s <= j < e of
+ * the filled block), j itself left out (its duplicates stay in), at scale 1: the block's
+ * exclusive sums of j. */
+static inline const double *nw_fs_loo_left(const nw_fastsum *fs, const nw_fs_block *blk,
+                                           size_t j) {
+    return blk->left + (j - blk->s) * fs->k * fs->vp;
+}
+static inline const double *nw_fs_loo_right(const nw_fastsum *fs, const nw_fs_block *blk,
+                                            size_t j) {
+    return blk->right + (j - blk->s) * fs->k * fs->vp;
+}
+/* The same for a far point (nw_fs_far), into lbuf and rbuf (k·vp each), scaled by
+ * e^{r_near}. */
+void nw_fs_moments_far(const nw_fastsum *fs, const nw_fs_block *blk, size_t j, double *lbuf,
+                       double *rbuf);
 /* The same (into left and right) at query q, where j is the last point with x_j <= q
  * (SIZE_MAX: q < x_0), in the filled block (j in [s, e), or j == SIZE_MAX with block 0),
  * scaled by e^{r_near}. */
@@ -88,10 +104,11 @@ size_t nw_fs_locate(const nw_fastsum *fs, double q);
 int nw_fs_kernel_supported(nwattn_kernel kernel);
 /* Moments per vector the model needs (with or without the h-derivative). */
 size_t nw_fs_moments_needed(const nw_model *model, int grad);
-/* The row's nw_sums from its one-sided moments (k moments of vp vectors, the engine's layout);
- * vectors: 0 the weights, 1 + c the y columns. */
-void nw_fs_row_sums(const nw_model *model, size_t k, size_t vp, const double *left,
-                    const double *right, nw_sums *s);
+/* The row's nw_sums from its one-sided moments (vp vectors, the engine's layout); vectors: 0
+ * the weights, 1 + c the y columns. Assigns every entry it sets (no zeroing needed between
+ * rows). */
+void nw_fs_row_sums(const nw_model *model, size_t vp, const double *left, const double *right,
+                    nw_sums *s);
 
 /* ---- The Gaussian (fastsum_gauss.c): a 1-D fast Gauss transform with a stated bound ------ */
 #define NW_FG_AMAX 4 /* powers of u summed: local linear's u^2 times the derivative's u^2 */

@@ -85,12 +85,15 @@ static void cv_block(void *arg, size_t b, size_t worker) {
     nw_fs_fill(fs, b, &blk);
     for (size_t u = blk.s / NW_UNIT_ROWS; u < nw_units(blk.e); u++)
         memset(plan->partial + u * (3 + d), 0, (3 + d) * sizeof(double));
+    nw_sums s; /* every row assigns the entries it uses */
+    nw_sums_init(&s, wk->sums_mem, model, job->want_grad);
     for (size_t j = blk.s; j < blk.e; j++) {
-        nw_sums s;
-        const double *lm, *rm;
-        nw_sums_init(&s, wk->sums_mem, model, job->want_grad);
-        nw_fs_moments_loo(fs, &blk, j, &lm, &rm, left, right);
-        nw_fs_row_sums(model, fs->k, fs->vp, lm, rm, &s);
+        const double *lm = nw_fs_loo_left(fs, &blk, j), *rm = nw_fs_loo_right(fs, &blk, j);
+        if (nw_fs_far(fs, j)) {
+            nw_fs_moments_far(fs, &blk, j, left, right);
+            lm = left, rm = right;
+        }
+        nw_fs_row_sums(model, fs->vp, lm, rm, &s);
         unsigned flags = nw_finish_row(model, &s, 1, wk->work, wk->yhat,
                                        job->want_grad ? wk->dyhat : NULL, NULL);
         nw_cv_add_row(model, flags, wk->yhat, wk->dyhat, plan->train.y + j, n, job->want_grad, 1.0,
@@ -219,7 +222,7 @@ static void predict_block(void *arg, size_t b, size_t worker) {
         nw_sums s;
         nw_sums_init(&s, wk->sums_mem, model, 0);
         nw_fs_moments_at(fs, &blk, next - 1, q, left, right); /* next 0: SIZE_MAX */
-        nw_fs_row_sums(model, fs->k, fs->vp, left, right, &s);
+        nw_fs_row_sums(model, fs->vp, left, right, &s);
         job->flagged[b] += (size_t)store_row(job, wk, i, &s);
     }
 }

@@ -10,45 +10,42 @@ typedef struct family {
     double g[4];
 } family;
 
-static int family_of(nwattn_kernel kernel, family *f) {
-    static const family laplace = {0, {1.0, 0.0, 0.0}, {0.0, 1.0, 0.0, 0.0}};
-    static const family matern32 = {1, {1.0, 1.0, 0.0}, {0.0, 0.0, 1.0, 0.0}};
-    static const family matern52 = {2, {1.0, 1.0, 1.0 / 3.0}, {0.0, 0.0, 1.0 / 3.0, 1.0 / 3.0}};
+static const family laplace = {0, {1.0, 0.0, 0.0}, {0.0, 1.0, 0.0, 0.0}};
+static const family matern32 = {1, {1.0, 1.0, 0.0}, {0.0, 0.0, 1.0, 0.0}};
+static const family matern52 = {2, {1.0, 1.0, 1.0 / 3.0}, {0.0, 0.0, 1.0 / 3.0, 1.0 / 3.0}};
+
+static const family *family_of(nwattn_kernel kernel) {
     switch (kernel) {
     case NWATTN_KERNEL_LAPLACE:
-        *f = laplace;
-        return 1;
+        return &laplace;
     case NWATTN_KERNEL_MATERN32:
-        *f = matern32;
-        return 1;
+        return &matern32;
     case NWATTN_KERNEL_MATERN52:
-        *f = matern52;
-        return 1;
+        return &matern52;
     default:
-        return 0;
+        return NULL;
     }
 }
 
 int nw_fs_kernel_supported(nwattn_kernel kernel) {
-    family f;
-    return kernel == NWATTN_KERNEL_GAUSSIAN || family_of(kernel, &f);
+    return kernel == NWATTN_KERNEL_GAUSSIAN || family_of(kernel) != NULL;
 }
 
 size_t nw_fs_moments_needed(const nw_model *model, int grad) {
-    family f;
-    if (!family_of(model->kernel, &f))
+    const family *f = family_of(model->kernel);
+    if (f == NULL)
         return 1; /* the Gaussian: the engine only holds x and c */
     /* highest power: the polynomial (+1 with the gradient), + 2 for local linear's u^2 */
-    return f.degree + 1 + (grad ? 1 : 0) + (model->degree == NWATTN_LOCAL_LINEAR ? 2 : 0);
+    return f->degree + 1 + (grad ? 1 : 0) + (model->degree == NWATTN_LOCAL_LINEAR ? 2 : 0);
 }
 
 /* Plain moments from the engine's scaled ones: moment k times k!. */
 static const double factorial[NW_FS_KMAX] = {1.0, 1.0, 2.0, 6.0, 24.0, 120.0, 720.0, 5040.0};
 
 /* sum_i c_i u_i^a poly(r_i) e^{-r_i} of vector vec over both sides: u = r on the right, -r on
- * the left. */
-static double combine(const double *poly, size_t terms, size_t a, size_t vp, size_t vec,
-                      const double *left, const double *right) {
+ * the left. Inlined with a constant family: the zero coefficients and the loops fold away. */
+static inline double combine(const double *poly, size_t terms, size_t a, size_t vp, size_t vec,
+                             const double *left, const double *right) {
     double sum = 0.0;
     for (size_t m = 0; m < terms; m++)
         if (poly[m] != 0.0) {
@@ -60,9 +57,8 @@ static double combine(const double *poly, size_t terms, size_t a, size_t vp, siz
 }
 
 /* m (p×p, upper) and b (p×dv) of the weight poly. */
-static void fill(const nw_model *model, size_t vp, const double *poly, size_t terms,
-                 const double *left, const double *right, double *m, double *b) {
-    const size_t p = model->p, dv = model->dv;
+static inline void fill(size_t p, size_t dv, size_t vp, const double *poly, size_t terms,
+                        const double *left, const double *right, double *m, double *b) {
     for (size_t a = 0; a < p; a++) {
         for (size_t c = a; c < p; c++)
             m[a + c * p] = combine(poly, terms, a + c, vp, 0, left, right);
@@ -71,16 +67,40 @@ static void fill(const nw_model *model, size_t vp, const double *poly, size_t te
     }
 }
 
-void nw_fs_row_sums(const nw_model *model, size_t k, size_t vp, const double *left,
-                    const double *right, nw_sums *s) {
-    family f;
-    (void)k;
-    if (!family_of(model->kernel, &f))
-        return; /* not reached: nw_select_path chose the fast sums for this kernel */
-    fill(model, vp, f.k, f.degree + 1, left, right, s->m, s->b);
+static inline void row_sums(const family *f, size_t p, size_t dv, size_t vp, const double *left,
+                            const double *right, nw_sums *s) {
+    fill(p, dv, vp, f->k, f->degree + 1, left, right, s->m, s->b);
     if (s->dm != NULL)
-        fill(model, vp, f.g, f.degree + 2, left, right, s->dm, s->db);
+        fill(p, dv, vp, f->g, f->degree + 2, left, right, s->dm, s->db);
 }
+
+/* One copy per kernel and degree; for one y column (the common case) also with the sizes
+ * known. */
+#define NW_FS_ROW_CASE(KERNEL, FAMILY)                                                             \
+    case KERNEL:                                                                                   \
+        if (one && ll)                                                                             \
+            row_sums(&FAMILY, 2, 1, 2, left, right, s);                                            \
+        else if (one)                                                                              \
+            row_sums(&FAMILY, 1, 1, 2, left, right, s);                                            \
+        else if (ll)                                                                               \
+            row_sums(&FAMILY, 2, dv, vp, left, right, s);                                          \
+        else                                                                                       \
+            row_sums(&FAMILY, 1, dv, vp, left, right, s);                                          \
+        return;
+
+void nw_fs_row_sums(const nw_model *model, size_t vp, const double *left, const double *right,
+                    nw_sums *s) {
+    const size_t dv = model->dv;
+    const int ll = model->p == 2, one = dv == 1 && vp == 2;
+    switch (model->kernel) {
+        NW_FS_ROW_CASE(NWATTN_KERNEL_LAPLACE, laplace)
+        NW_FS_ROW_CASE(NWATTN_KERNEL_MATERN32, matern32)
+        NW_FS_ROW_CASE(NWATTN_KERNEL_MATERN52, matern52)
+    default:
+        return; /* not reached: nw_select_path chose the fast sums for this kernel */
+    }
+}
+#undef NW_FS_ROW_CASE
 
 /* ---- The Gaussian: K = e^{-u^2/2}, G u^2 = u^2 K (nw.h) ----------------------------------- */
 size_t nw_fg_amax(const nw_model *model, int grad) {
