@@ -110,6 +110,13 @@ size_t nw_fs_moments_needed(const nw_model *model, int grad);
 void nw_fs_row_sums(const nw_model *model, size_t vp, const double *left, const double *right,
                     nw_sums *s);
 
+/* The leave-one-out CV rows of the filled block added to partial (3 + d per unit of
+ * NW_UNIT_ROWS rows, as cv.c's rows; zeroed by the caller): y the sorted targets (column c at
+ * c·n), wk the worker's row scratch, lbuf and rbuf k1·vp doubles each. */
+void nw_fs_cv_rows(const nw_model *model, const nw_fastsum *fs, const nw_fs_block *blk,
+                   int want_grad, const float *y, nw_worker *wk, double *lbuf, double *rbuf,
+                   double *partial);
+
 /* ---- The Gaussian (fastsum_gauss.c): a 1-D fast Gauss transform with a stated bound ------ */
 #define NW_FG_AMAX 4 /* powers of u summed: local linear's u^2 times the derivative's u^2 */
 #define NW_FG_PMAX 24 /* Taylor terms at most */

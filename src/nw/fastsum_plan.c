@@ -78,27 +78,14 @@ static void cv_block(void *arg, size_t b, size_t worker) {
     const nw_model *model = &plan->model;
     const nw_fastsum *fs = &plan->fastsum->fs;
     nw_worker *wk = &plan->workers[worker];
-    const size_t n = plan->n, d = model->d;
+    const size_t d = model->d;
     nw_fs_block blk;
     double *left, *right;
     worker_scratch(plan, worker, &blk, &left, &right);
     nw_fs_fill(fs, b, &blk);
     for (size_t u = blk.s / NW_UNIT_ROWS; u < nw_units(blk.e); u++)
         memset(plan->partial + u * (3 + d), 0, (3 + d) * sizeof(double));
-    nw_sums s; /* every row assigns the entries it uses */
-    nw_sums_init(&s, wk->sums_mem, model, job->want_grad);
-    for (size_t j = blk.s; j < blk.e; j++) {
-        const double *lm = nw_fs_loo_left(fs, &blk, j), *rm = nw_fs_loo_right(fs, &blk, j);
-        if (nw_fs_far(fs, j)) {
-            nw_fs_moments_far(fs, &blk, j, left, right);
-            lm = left, rm = right;
-        }
-        nw_fs_row_sums(model, fs->vp, lm, rm, &s);
-        unsigned flags = nw_finish_row(model, &s, 1, wk->work, wk->yhat,
-                                       job->want_grad ? wk->dyhat : NULL, NULL);
-        nw_cv_add_row(model, flags, wk->yhat, wk->dyhat, plan->train.y + j, n, job->want_grad, 1.0,
-                      plan->partial + j / NW_UNIT_ROWS * (3 + d));
-    }
+    nw_fs_cv_rows(model, fs, &blk, job->want_grad, plan->train.y, wk, left, right, plan->partial);
 }
 
 /* The Gaussian: job->rows leave-one-out rows (whole units). Consecutive rows of one dense

@@ -102,6 +102,73 @@ void nw_fs_row_sums(const nw_model *model, size_t vp, const double *left, const 
 }
 #undef NW_FS_ROW_CASE
 
+/* ---- Leave-one-out rows of a block --------------------------------------------------------
+ * One y column (the common case): every step inline with the family, degree and gradient
+ * known (a copy each), the row's sums in registers, finished by nw_finish_one (nw_finish_row's
+ * closed form) and added by nw_cv_add_row: rows overlap in the pipeline instead of waiting
+ * on each other's divisions behind calls. Other shapes take nw_finish_row. */
+static inline void cv_rows_one(const family *f, const nw_model *model, int ll, int grad,
+                               const nw_fastsum *fs, const nw_fs_block *blk, const float *y,
+                               double *lbuf, double *rbuf, double *partial) {
+    const nw_model one = {model->kernel, model->degree, model->empty, 1, 1, ll ? 2 : 1,
+                          model->tolerance};
+    const size_t p = ll ? 2 : 1, stride = 3 + 1;
+    for (size_t j = blk->s; j < blk->e; j++) {
+        const double *lm = nw_fs_loo_left(fs, blk, j), *rm = nw_fs_loo_right(fs, blk, j);
+        if (nw_fs_far(fs, j)) {
+            nw_fs_moments_far(fs, blk, j, lbuf, rbuf);
+            lm = lbuf, rm = rbuf;
+        }
+        double m[4], b[2], dm[4], db[2], yhat, dyhat = 0.0;
+        fill(p, 1, 2, f->k, f->degree + 1, lm, rm, m, b);
+        if (grad)
+            fill(p, 1, 2, f->g, f->degree + 2, lm, rm, dm, db);
+        const unsigned flags = nw_finish_one(ll, m, b, grad ? dm : NULL, db, &yhat, &dyhat);
+        nw_cv_add_row(&one, flags, &yhat, &dyhat, y + j, 0, grad, 1.0,
+                      partial + j / NW_UNIT_ROWS * stride);
+    }
+}
+
+#define NW_FS_CV_CASE(KERNEL, FAMILY)                                                              \
+    case KERNEL:                                                                                   \
+        if (ll)                                                                                    \
+            want_grad ? cv_rows_one(&FAMILY, model, 1, 1, fs, blk, y, lbuf, rbuf, partial)         \
+                      : cv_rows_one(&FAMILY, model, 1, 0, fs, blk, y, lbuf, rbuf, partial);        \
+        else                                                                                       \
+            want_grad ? cv_rows_one(&FAMILY, model, 0, 1, fs, blk, y, lbuf, rbuf, partial)         \
+                      : cv_rows_one(&FAMILY, model, 0, 0, fs, blk, y, lbuf, rbuf, partial);        \
+        return;
+
+void nw_fs_cv_rows(const nw_model *model, const nw_fastsum *fs, const nw_fs_block *blk,
+                   int want_grad, const float *y, nw_worker *wk, double *lbuf, double *rbuf,
+                   double *partial) {
+    const size_t n = fs->n, d = model->d;
+    const int ll = model->p == 2;
+    if (model->dv == 1 && d == 1 && fs->vp == 2)
+        switch (model->kernel) {
+            NW_FS_CV_CASE(NWATTN_KERNEL_LAPLACE, laplace)
+            NW_FS_CV_CASE(NWATTN_KERNEL_MATERN32, matern32)
+            NW_FS_CV_CASE(NWATTN_KERNEL_MATERN52, matern52)
+        default:
+            return; /* not reached: nw_select_path chose the fast sums for this kernel */
+        }
+    nw_sums s; /* every row assigns the entries it uses */
+    nw_sums_init(&s, wk->sums_mem, model, want_grad);
+    for (size_t j = blk->s; j < blk->e; j++) {
+        const double *lm = nw_fs_loo_left(fs, blk, j), *rm = nw_fs_loo_right(fs, blk, j);
+        if (nw_fs_far(fs, j)) {
+            nw_fs_moments_far(fs, blk, j, lbuf, rbuf);
+            lm = lbuf, rm = rbuf;
+        }
+        nw_fs_row_sums(model, fs->vp, lm, rm, &s);
+        unsigned flags =
+            nw_finish_row(model, &s, 1, wk->work, wk->yhat, want_grad ? wk->dyhat : NULL, NULL);
+        nw_cv_add_row(model, flags, wk->yhat, wk->dyhat, y + j, n, want_grad, 1.0,
+                      partial + j / NW_UNIT_ROWS * (3 + d));
+    }
+}
+#undef NW_FS_CV_CASE
+
 /* ---- The Gaussian: K = e^{-u^2/2}, G u^2 = u^2 K (nw.h) ----------------------------------- */
 size_t nw_fg_amax(const nw_model *model, int grad) {
     return (model->degree == NWATTN_LOCAL_LINEAR ? 2 : 0) + (grad ? 2 : 0);

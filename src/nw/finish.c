@@ -39,11 +39,12 @@ static void local_constant(const nw_model *model, const nw_sums *s, double *yhat
     const size_t p = model->p, dv = model->dv, d = model->d;
     const double D = s->m[0];
     for (size_t c = 0; c < dv; c++)
-        yhat[c] = s->b[c * p] / D;
+        yhat[c] = nw_lc_yhat(s->b[c * p], D);
     if (dyhat != NULL && s->dm != NULL)
         for (size_t k = 0; k < d; k++)
             for (size_t c = 0; c < dv; c++)
-                dyhat[k * dv + c] = (s->db[k * p * dv + c * p] - yhat[c] * s->dm[k * p * p]) / D;
+                dyhat[k * dv + c] =
+                    nw_lc_dyhat(s->db[k * p * dv + c * p], yhat[c], s->dm[k * p * p], D);
     if (coef != NULL) {
         coef[0] = 1.0 / D;
         for (size_t a = 1; a < p; a++)
@@ -78,31 +79,15 @@ static int solve_2x2(const nw_model *model, const double *f, double *rhs, size_t
     (void)model;
     for (size_t c = 0; c < nrhs; c++) {
         double r0 = rhs[2 * c], r1 = rhs[2 * c + 1];
-        rhs[2 * c] = (f[2] * r0 - f[1] * r1) / f[3];
-        rhs[2 * c + 1] = (f[0] * r1 - f[1] * r0) / f[3];
+        rhs[2 * c] = nw_solve_2x2_0(f, r0, r1);
+        rhs[2 * c + 1] = nw_solve_2x2_1(f, r0, r1);
     }
     return 0;
 }
 
-/* Returns 0 when M is well enough conditioned (factor filled), 1 when singular. The test is
- * taken on the equilibrated matrix D M D, D = diag(M)^(-1/2) = [1 r; r 1] with
- * r = |b| / sqrt(ac): its 1-norm reciprocal condition number is (1 - r^2) / (1 + r)^2 =
- * (1 - r) / (1 + r), at least NW_LL_RCOND_MIN exactly when r <= (1 - R) / (1 + R), i.e.
- * b^2 <= ac ((1 - R) / (1 + R))^2: no square root or division (a row's longest latencies),
- * and no cancellation. In the coordinates divided by h, M itself has rcond ~ (spread / h)^2
- * and would fail for every large h, although the fit tends to the well-posed global
- * least-squares line there. */
+/* Returns 0 when M is well enough conditioned (factor filled), 1 when singular (nw.h). */
 static int factor_2x2(const double *m, double *factor) {
-    static const double q = (1.0 - NW_LL_RCOND_MIN) / (1.0 + NW_LL_RCOND_MIN);
-    const double a = m[0], b = m[2], c = m[3];
-    const double ac = a * c, bb = b * b, det = ac - bb;
-    if (!(a > 0.0) || !(c > 0.0) || !(det > 0.0) || !(bb <= ac * (q * q)))
-        return 1;
-    factor[0] = a;
-    factor[1] = b;
-    factor[2] = c;
-    factor[3] = det;
-    return 0;
+    return nw_factor_2x2(m[0], m[2], m[3], factor);
 }
 
 /* ---- LAPACKE (any p): column-major, so that no LAPACKE call allocates -------------------- */
@@ -155,32 +140,6 @@ static int factor_chol(const nw_model *model, const double *m, double *factor, d
     return 0;
 }
 
-/* The 2×2 closed form for one y column and d == 1 without coefficients (the 1-D rows of CV,
- * millions per evaluation): the same arithmetic as the general path below (factor_2x2,
- * solve_2x2, local_linear_gradient), with the sizes known and without the copies; only the
- * solutions' first components are formed. */
-static unsigned local_linear_one(const nw_model *model, const nw_sums *s, double *yhat,
-                                 double *dyhat) {
-    double f[4];
-    if (factor_2x2(s->m, f)) {
-        local_constant(model, s, yhat, dyhat, NULL);
-        return NWATTN_ROW_SINGULAR;
-    }
-    const double b0 = s->b[0], b1 = s->b[1];
-    const double beta0 = (f[2] * b0 - f[1] * b1) / f[3], beta1 = (f[0] * b1 - f[1] * b0) / f[3];
-    yhat[0] = beta0;
-    if (dyhat != NULL && s->dm != NULL) {
-        const double *dm = s->dm, *db = s->db;
-        double r0 = db[0], r1 = db[1];
-        r0 -= dm[0] * beta0;
-        r0 -= dm[2] * beta1;
-        r1 -= dm[2] * beta0;
-        r1 -= dm[3] * beta1;
-        dyhat[0] = (f[2] * r0 - f[1] * r1) / f[3];
-    }
-    return 0;
-}
-
 unsigned nw_finish_row(const nw_model *model, const nw_sums *s, int closed_form, double *work,
                        double *yhat, double *dyhat, double *coef) {
     const size_t p = model->p, dv = model->dv;
@@ -191,7 +150,7 @@ unsigned nw_finish_row(const nw_model *model, const nw_sums *s, int closed_form,
         return 0;
     }
     if (closed_form && p == 2 && dv == 1 && model->d == 1 && coef == NULL)
-        return local_linear_one(model, s, yhat, dyhat);
+        return nw_finish_one(1, s->m, s->b, dyhat != NULL ? s->dm : NULL, s->db, yhat, dyhat);
     double *factor = work, *beta = factor + p * p + p, *rhs = beta + p * dv,
            *scratch = rhs + p * dv;
     const int two = closed_form && p == 2;
@@ -224,23 +183,6 @@ void nw_finish_solve(const nw_model *model, int closed_form, const double *work,
 }
 
 /* ---- Leave-one-out rows -------------------------------------------------------------------- */
-void nw_cv_add_row(const nw_model *model, unsigned flags, const double *yhat, const double *dyhat,
-                   const float *target, size_t stride, int want_grad, double w, double *out) {
-    const size_t d = model->d, dv = model->dv;
-    if (flags != 0)
-        out[1] += 1.0;
-    if (flags & NWATTN_ROW_EMPTY) {
-        out[2] += 1.0;
-        return;
-    }
-    for (size_t c = 0; c < dv; c++) {
-        const double r = yhat[c] - (double)target[c * stride];
-        out[0] += w * r * r;
-        if (want_grad)
-            for (size_t k = 0; k < d; k++)
-                out[3 + k] += w * 2.0 * r * dyhat[k * dv + c];
-    }
-}
 
 void nw_cv_result(const nw_model *model, double count, const double *h, const double *total,
                   int want_grad, double *cv, double *grad) {
