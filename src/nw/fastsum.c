@@ -76,100 +76,139 @@ static double gap(const nw_fastsum *fs, size_t j) { return (fs->x[j] - fs->x[j -
  * step without its own c_j, X_j = e^{-δ} T_δ(L_{j-1}) (forward) or Y_j (backward), at
  * store + (j - s)·K·vp. The step: out[k] = e^{-δ} sum_{i<=k} δ^{k-i}/(k-i)! in[i], summed
  * from i = 0 (the i = k term, whose factor is 1, last). */
-/* The running sums are named variables, not an array: arrays indexed in loops stayed on the
+/* The running sums are named members, not an array: arrays indexed in loops stayed on the
  * stack (a store and a reload on the chain of dependent steps). K is a constant in each copy,
- * so the unused ones fold away. T(m, i): δ^m/m! times moment i. */
-#define T(m, i) p_mul(p_dup(pw##m), r##i)
-static inline void pass_pair_k(const nw_fastsum *fs, size_t K, size_t pr, size_t s, size_t e,
-                               int backward, const double *in, double *out, double *store) {
-    const size_t vp = fs->vp, n = fs->n, kv = K * vp;
-    const double *c0 = fs->c + 2 * pr * n, *c1 = c0 + n;
-    in += 2 * pr;
-    fs_pair r0 = p_load(in), r1 = K > 1 ? p_load(in + vp) : p_zero(),
-            r2 = K > 2 ? p_load(in + 2 * vp) : p_zero(), r3 = K > 3 ? p_load(in + 3 * vp) : p_zero(),
-            r4 = K > 4 ? p_load(in + 4 * vp) : p_zero(), r5 = K > 5 ? p_load(in + 5 * vp) : p_zero(),
-            r6 = K > 6 ? p_load(in + 6 * vp) : p_zero(), r7 = K > 7 ? p_load(in + 7 * vp) : p_zero();
-    for (size_t t = s; t < e; t++) {
-        const size_t j = backward ? e - 1 - (t - s) : t;
-        const size_t g = backward ? j + 1 : j; /* the gap crossed: (g - 1, g) */
-        const double decay = g < n ? fs->decay[g] : 0.0; /* decay[0] = 0 */
-        if (decay > 0.0) {
-            const double d = gap(fs, g), pw1 = d, pw2 = pw1 * d * (1.0 / 2.0),
-                         pw3 = pw2 * d * (1.0 / 3.0), pw4 = pw3 * d * (1.0 / 4.0),
-                         pw5 = pw4 * d * (1.0 / 5.0), pw6 = pw5 * d * (1.0 / 6.0),
-                         pw7 = pw6 * d * (1.0 / 7.0);
-            const fs_pair dd = p_dup(decay);
-            /* moment k from the old moments 0 .. k: the highest first, then in place */
-            if (K > 7)
-                r7 = p_mul(p_add(p_add(p_add(p_add(p_add(p_add(p_add(T(7, 0), T(6, 1)), T(5, 2)),
-                                                            T(4, 3)),
-                                                      T(3, 4)),
-                                                T(2, 5)),
-                                          T(1, 6)),
-                                    r7),
-                           dd);
-            if (K > 6)
-                r6 = p_mul(p_add(p_add(p_add(p_add(p_add(p_add(T(6, 0), T(5, 1)), T(4, 2)), T(3, 3)),
-                                                  T(2, 4)),
-                                            T(1, 5)),
-                                      r6),
-                           dd);
-            if (K > 5)
-                r5 = p_mul(
-                    p_add(p_add(p_add(p_add(p_add(T(5, 0), T(4, 1)), T(3, 2)), T(2, 3)), T(1, 4)), r5),
-                    dd);
-            if (K > 4)
-                r4 = p_mul(p_add(p_add(p_add(p_add(T(4, 0), T(3, 1)), T(2, 2)), T(1, 3)), r4), dd);
-            if (K > 3)
-                r3 = p_mul(p_add(p_add(p_add(T(3, 0), T(2, 1)), T(1, 2)), r3), dd);
-            if (K > 2)
-                r2 = p_mul(p_add(p_add(T(2, 0), T(1, 1)), r2), dd);
-            if (K > 1)
-                r1 = p_mul(p_add(T(1, 0), r1), dd);
-            r0 = p_mul(r0, dd);
-        } else { /* nothing reaches across (and δ^k could overflow) */
-            r0 = r1 = r2 = r3 = r4 = r5 = r6 = r7 = p_zero();
-        }
-        if (store != NULL) { /* the exclusive sums */
-            double *o = store + (j - s) * kv + 2 * pr;
-            p_store(o, r0);
-            if (K > 1)
-                p_store(o + vp, r1);
-            if (K > 2)
-                p_store(o + 2 * vp, r2);
-            if (K > 3)
-                p_store(o + 3 * vp, r3);
-            if (K > 4)
-                p_store(o + 4 * vp, r4);
-            if (K > 5)
-                p_store(o + 5 * vp, r5);
-            if (K > 6)
-                p_store(o + 6 * vp, r6);
-            if (K > 7)
-                p_store(o + 7 * vp, r7);
-        }
-        r0 = p_add(r0, p_set(c0[j], c1[j]));
-    }
-    if (out != NULL) {
-        out += 2 * pr;
-        p_store(out, r0);
-        if (K > 1)
-            p_store(out + vp, r1);
-        if (K > 2)
-            p_store(out + 2 * vp, r2);
-        if (K > 3)
-            p_store(out + 3 * vp, r3);
-        if (K > 4)
-            p_store(out + 4 * vp, r4);
-        if (K > 5)
-            p_store(out + 5 * vp, r5);
-        if (K > 6)
-            p_store(out + 6 * vp, r6);
-        if (K > 7)
-            p_store(out + 7 * vp, r7);
-    }
+ * so the unused ones fold away; the helpers are forced inline so that a run stays in
+ * registers. */
+#if defined(__GNUC__)
+#define FS_INLINE static inline __attribute__((always_inline))
+#else
+#define FS_INLINE static inline
+#endif
+
+typedef struct fs_run {
+    fs_pair r0, r1, r2, r3, r4, r5, r6, r7;
+} fs_run;
+
+FS_INLINE void run_load(fs_run *r, size_t K, const double *in, size_t vp) {
+    const fs_pair z = p_zero();
+    r->r0 = p_load(in);
+    r->r1 = K > 1 ? p_load(in + vp) : z;
+    r->r2 = K > 2 ? p_load(in + 2 * vp) : z;
+    r->r3 = K > 3 ? p_load(in + 3 * vp) : z;
+    r->r4 = K > 4 ? p_load(in + 4 * vp) : z;
+    r->r5 = K > 5 ? p_load(in + 5 * vp) : z;
+    r->r6 = K > 6 ? p_load(in + 6 * vp) : z;
+    r->r7 = K > 7 ? p_load(in + 7 * vp) : z;
+}
+
+FS_INLINE void run_store(const fs_run *r, size_t K, double *o, size_t vp) {
+    p_store(o, r->r0);
+    if (K > 1)
+        p_store(o + vp, r->r1);
+    if (K > 2)
+        p_store(o + 2 * vp, r->r2);
+    if (K > 3)
+        p_store(o + 3 * vp, r->r3);
+    if (K > 4)
+        p_store(o + 4 * vp, r->r4);
+    if (K > 5)
+        p_store(o + 5 * vp, r->r5);
+    if (K > 6)
+        p_store(o + 6 * vp, r->r6);
+    if (K > 7)
+        p_store(o + 7 * vp, r->r7);
+}
+
+/* run <- e^{-d} T_d(run) (decay = e^{-d} > 0), moment k from the old moments 0 .. k: the
+ * highest first, then in place. T(m, i): d^m/m! times moment i. */
+#define T(m, i) p_mul(p_dup(pw##m), r->r##i)
+FS_INLINE void run_translate(fs_run *r, size_t K, double d, double decay) {
+    const double pw1 = d, pw2 = pw1 * d * (1.0 / 2.0), pw3 = pw2 * d * (1.0 / 3.0),
+                 pw4 = pw3 * d * (1.0 / 4.0), pw5 = pw4 * d * (1.0 / 5.0),
+                 pw6 = pw5 * d * (1.0 / 6.0), pw7 = pw6 * d * (1.0 / 7.0);
+    const fs_pair dd = p_dup(decay);
+    if (K > 7)
+        r->r7 = p_mul(
+            p_add(p_add(p_add(p_add(p_add(p_add(p_add(T(7, 0), T(6, 1)), T(5, 2)), T(4, 3)), T(3, 4)),
+                              T(2, 5)),
+                        T(1, 6)),
+                  r->r7),
+            dd);
+    if (K > 6)
+        r->r6 = p_mul(
+            p_add(p_add(p_add(p_add(p_add(p_add(T(6, 0), T(5, 1)), T(4, 2)), T(3, 3)), T(2, 4)), T(1, 5)),
+                  r->r6),
+            dd);
+    if (K > 5)
+        r->r5 = p_mul(
+            p_add(p_add(p_add(p_add(p_add(T(5, 0), T(4, 1)), T(3, 2)), T(2, 3)), T(1, 4)), r->r5), dd);
+    if (K > 4)
+        r->r4 = p_mul(p_add(p_add(p_add(p_add(T(4, 0), T(3, 1)), T(2, 2)), T(1, 3)), r->r4), dd);
+    if (K > 3)
+        r->r3 = p_mul(p_add(p_add(p_add(T(3, 0), T(2, 1)), T(1, 2)), r->r3), dd);
+    if (K > 2)
+        r->r2 = p_mul(p_add(p_add(T(2, 0), T(1, 1)), r->r2), dd);
+    if (K > 1)
+        r->r1 = p_mul(p_add(T(1, 0), r->r1), dd);
+    r->r0 = p_mul(r->r0, dd);
 }
 #undef T
+
+/* One step across the gap (g - 1, g) (its decay; 0: nothing reaches across, and δ^k could
+ * overflow): run becomes the exclusive sums of the point reached. */
+FS_INLINE void run_step(const nw_fastsum *fs, fs_run *r, size_t K, size_t g) {
+    const double decay = g < fs->n ? fs->decay[g] : 0.0; /* decay[0] = 0 */
+    if (decay > 0.0) {
+        run_translate(r, K, gap(fs, g), decay);
+    } else {
+        const fs_pair z = p_zero();
+        r->r0 = r->r1 = r->r2 = r->r3 = r->r4 = r->r5 = r->r6 = r->r7 = z;
+    }
+}
+
+/* ... and then the inclusive sums, point j's own c_j added. */
+FS_INLINE void run_add(const nw_fastsum *fs, fs_run *r, size_t pr, size_t j) {
+    const double *c0 = fs->c + 2 * pr * fs->n;
+    r->r0 = p_add(r->r0, p_set(c0[j], c0[fs->n + j]));
+}
+
+static inline void pass_pair_k(const nw_fastsum *fs, size_t K, size_t pr, size_t s, size_t e,
+                               int backward, const double *in, double *out, double *store) {
+    const size_t vp = fs->vp, kv = K * vp;
+    fs_run r;
+    run_load(&r, K, in + 2 * pr, vp);
+    for (size_t t = s; t < e; t++) {
+        const size_t j = backward ? e - 1 - (t - s) : t;
+        run_step(fs, &r, K, backward ? j + 1 : j);
+        if (store != NULL) /* the exclusive sums */
+            run_store(&r, K, store + (j - s) * kv + 2 * pr, vp);
+        run_add(fs, &r, pr, j);
+    }
+    if (out != NULL)
+        run_store(&r, K, out + 2 * pr, vp);
+}
+
+/* A block's two passes in one loop (forward from s, backward from e - 1): two independent
+ * chains side by side, each step's latency hidden behind the other's. The same steps as
+ * pass_pair_k's, so the same sums. */
+static inline void fill_pair_k(const nw_fastsum *fs, size_t K, size_t pr, size_t s, size_t e,
+                               const double *in_left, const double *in_right, double *left,
+                               double *right) {
+    const size_t vp = fs->vp, kv = K * vp;
+    fs_run f, b;
+    run_load(&f, K, in_left + 2 * pr, vp);
+    run_load(&b, K, in_right + 2 * pr, vp);
+    for (size_t t = 0; t < e - s; t++) {
+        const size_t jf = s + t, jb = e - 1 - t;
+        run_step(fs, &f, K, jf);
+        run_step(fs, &b, K, jb + 1);
+        run_store(&f, K, left + t * kv + 2 * pr, vp);
+        run_store(&b, K, right + (jb - s) * kv + 2 * pr, vp);
+        run_add(fs, &f, pr, jf);
+        run_add(fs, &b, pr, jb);
+    }
+}
 
 /* The moment counts K with a copy of their own. */
 #define NW_FS_EACH_K(CASE) CASE(1) CASE(2) CASE(3) CASE(4) CASE(5) CASE(6) CASE(7) CASE(8)
@@ -180,6 +219,21 @@ static void pass_pair(const nw_fastsum *fs, size_t pr, size_t s, size_t e, int b
 #define NW_FS_CASE(K)                                                                              \
     case K:                                                                                        \
         pass_pair_k(fs, K, pr, s, e, backward, in, out, store);                                    \
+        return;
+        NW_FS_EACH_K(NW_FS_CASE)
+#undef NW_FS_CASE
+    default:
+        return; /* not reached: k <= NW_FS_KMAX */
+    }
+}
+
+static void fill_pair(const nw_fastsum *fs, size_t pr, size_t s, size_t e,
+                      const double *in_left, const double *in_right, double *left,
+                      double *right) {
+    switch (fs->k) {
+#define NW_FS_CASE(K)                                                                              \
+    case K:                                                                                        \
+        fill_pair_k(fs, K, pr, s, e, in_left, in_right, left, right);                              \
         return;
         NW_FS_EACH_K(NW_FS_CASE)
 #undef NW_FS_CASE
@@ -242,10 +296,9 @@ void nw_fs_fill(const nw_fastsum *fs, size_t b, nw_fs_block *blk) {
     const size_t s = b * NW_FS_BLOCK, e = block_end(fs, b);
     blk->b = b, blk->s = s, blk->e = e;
     blk->right = blk->left + NW_FS_BLOCK * kv;
-    for (size_t pr = 0; pr < fs->vp / 2; pr++) {
-        pass_pair(fs, pr, s, e, 0, fs->left_ck + b * kv, NULL, blk->left);
-        pass_pair(fs, pr, s, e, 1, fs->right_ck + b * kv, NULL, blk->right);
-    }
+    for (size_t pr = 0; pr < fs->vp / 2; pr++)
+        fill_pair(fs, pr, s, e, fs->left_ck + b * kv, fs->right_ck + b * kv, blk->left,
+                  blk->right);
 }
 
 /* The running (inclusive) sums of point j of the block, j's own c_j included: L_j (left) or

@@ -3,6 +3,14 @@
  * family: d K / d log h = -r K'(r) = r (poly(r) - poly'(r)) e^{-r} = G(t) · u^2 of nw.h. */
 #include "fastsum.h"
 
+/* Forced: the family's coefficients must fold into each copy (a clone with the family's
+ * address kept the tests of its zero coefficients). */
+#if defined(__GNUC__)
+#define FS_INLINE static inline __attribute__((always_inline))
+#else
+#define FS_INLINE static inline
+#endif
+
 /* Coefficients of poly (kernel) and of r (poly - poly') (gradient weight), in powers of r. */
 typedef struct family {
     size_t degree; /* of poly */
@@ -44,7 +52,7 @@ static const double factorial[NW_FS_KMAX] = {1.0, 1.0, 2.0, 6.0, 24.0, 120.0, 72
 
 /* sum_i c_i u_i^a poly(r_i) e^{-r_i} of vector vec over both sides: u = r on the right, -r on
  * the left. Inlined with a constant family: the zero coefficients and the loops fold away. */
-static inline double combine(const double *poly, size_t terms, size_t a, size_t vp, size_t vec,
+FS_INLINE double combine(const double *poly, size_t terms, size_t a, size_t vp, size_t vec,
                              const double *left, const double *right) {
     double sum = 0.0;
     for (size_t m = 0; m < terms; m++)
@@ -57,7 +65,7 @@ static inline double combine(const double *poly, size_t terms, size_t a, size_t 
 }
 
 /* m (p×p, upper) and b (p×dv) of the weight poly. */
-static inline void fill(size_t p, size_t dv, size_t vp, const double *poly, size_t terms,
+FS_INLINE void fill(size_t p, size_t dv, size_t vp, const double *poly, size_t terms,
                         const double *left, const double *right, double *m, double *b) {
     for (size_t a = 0; a < p; a++) {
         for (size_t c = a; c < p; c++)
@@ -67,7 +75,7 @@ static inline void fill(size_t p, size_t dv, size_t vp, const double *poly, size
     }
 }
 
-static inline void row_sums(const family *f, size_t p, size_t dv, size_t vp, const double *left,
+FS_INLINE void row_sums(const family *f, size_t p, size_t dv, size_t vp, const double *left,
                             const double *right, nw_sums *s) {
     fill(p, dv, vp, f->k, f->degree + 1, left, right, s->m, s->b);
     if (s->dm != NULL)
@@ -107,7 +115,7 @@ void nw_fs_row_sums(const nw_model *model, size_t vp, const double *left, const 
  * known (a copy each), the row's sums in registers, finished by nw_finish_one (nw_finish_row's
  * closed form) and added by nw_cv_add_row: rows overlap in the pipeline instead of waiting
  * on each other's divisions behind calls. Other shapes take nw_finish_row. */
-static inline void cv_rows_one(const family *f, const nw_model *model, int ll, int grad,
+FS_INLINE void cv_rows_one(const family *f, const nw_model *model, int ll, int grad,
                                const nw_fastsum *fs, const nw_fs_block *blk, const float *y,
                                double *lbuf, double *rbuf, double *partial) {
     const nw_model one = {model->kernel, model->degree, model->empty, 1, 1, ll ? 2 : 1,
