@@ -34,13 +34,15 @@ static inline fs_pair p_mul(fs_pair a, fs_pair b) { return (fs_pair){a.lo * b.lo
 size_t nw_fs_bytes(size_t n, size_t v, size_t k1) {
     const size_t vp = (v + 1) / 2 * 2;
     size_t blocks = (n + NW_FS_BLOCK - 1) / NW_FS_BLOCK, doubles, part;
-    if (!nw_mul(vp + 2, n, &doubles) || !nw_mul(blocks, 2 * vp * k1, &part) ||
-        !nw_add(doubles, part, &doubles) || !nw_mul(doubles, sizeof(double), &doubles))
+    doubles = n; /* the decays */
+    if (!nw_mul(blocks, 2 * vp * k1, &part) || !nw_add(doubles, part, &doubles) ||
+        !nw_mul(doubles, sizeof(double), &doubles))
         return SIZE_MAX;
     return doubles;
 }
 
-void nw_fs_init(nw_fastsum *fs, void *mem, size_t n, size_t v, size_t k1) {
+void nw_fs_init(nw_fastsum *fs, void *mem, size_t n, size_t v, size_t k1, const float *x,
+                const float *y) {
     fs->n = n;
     fs->v = v;
     fs->vp = (v + 1) / 2 * 2;
@@ -48,13 +50,11 @@ void nw_fs_init(nw_fastsum *fs, void *mem, size_t n, size_t v, size_t k1) {
     fs->k = k1;
     fs->blocks = (n + NW_FS_BLOCK - 1) / NW_FS_BLOCK;
     fs->inv_h = 1.0;
-    fs->x = mem;
-    fs->c = fs->x + n;
-    fs->decay = fs->c + fs->vp * n;
+    fs->x = x;
+    fs->y = y;
+    fs->decay = mem;
     fs->left_ck = fs->decay + n;
     fs->right_ck = fs->left_ck + fs->blocks * fs->vp * k1;
-    if (fs->vp > v) /* the padding vector of an odd count: zeros */
-        memset(fs->c + v * n, 0, n * sizeof(double));
 }
 
 size_t nw_fs_block_doubles(size_t v, size_t k1) { return 2 * NW_FS_BLOCK * ((v + 1) / 2 * 2) * k1; }
@@ -66,7 +66,14 @@ void nw_fs_block_init(nw_fs_block *blk, double *mem) {
 }
 
 /* δ between points j - 1 and j (j >= 1). */
-static double gap(const nw_fastsum *fs, size_t j) { return (fs->x[j] - fs->x[j - 1]) * fs->inv_h; }
+static double gap(const nw_fastsum *fs, size_t j) {
+    return ((double)fs->x[j] - (double)fs->x[j - 1]) * fs->inv_h;
+}
+
+/* Vector a's coefficient at point j: 1 (a = 0), y column a - 1, 0 (the padding vector). */
+static double coef(const nw_fastsum *fs, size_t a, size_t j) {
+    return a == 0 ? 1.0 : a < fs->v ? (double)fs->y[(a - 1) * fs->n + j] : 0.0;
+}
 
 /* ---- The passes ---------------------------------------------------------------------------
  * One pair of vectors (pr) over points s .. e-1 (forward) or e-1 .. s (backward), its K
@@ -168,22 +175,29 @@ FS_INLINE void run_step(const nw_fastsum *fs, fs_run *r, size_t K, size_t g) {
 }
 
 /* ... and then the inclusive sums, point j's own c_j added. */
-FS_INLINE void run_add(const nw_fastsum *fs, fs_run *r, size_t pr, size_t j) {
-    const double *c0 = fs->c + 2 * pr * fs->n;
-    r->r0 = p_add(r->r0, p_set(c0[j], c0[fs->n + j]));
+FS_INLINE void run_add(fs_run *r, const float *lo, const float *hi, size_t j) {
+    r->r0 = p_add(r->r0, p_set(lo != NULL ? (double)lo[j] : 1.0, hi != NULL ? (double)hi[j] : 0.0));
+}
+
+/* The y columns of pair pr's two vectors (NULL: vector 0's ones, the padding's zeros). */
+static void pair_columns(const nw_fastsum *fs, size_t pr, const float **lo, const float **hi) {
+    *lo = pr == 0 ? NULL : fs->y + (2 * pr - 1) * fs->n;
+    *hi = 2 * pr + 1 < fs->v ? fs->y + 2 * pr * fs->n : NULL;
 }
 
 static inline void pass_pair_k(const nw_fastsum *fs, size_t K, size_t pr, size_t s, size_t e,
                                int backward, const double *in, double *out, double *store) {
     const size_t vp = fs->vp, kv = K * vp;
     fs_run r;
+    const float *lo, *hi;
+    pair_columns(fs, pr, &lo, &hi);
     run_load(&r, K, in + 2 * pr, vp);
     for (size_t t = s; t < e; t++) {
         const size_t j = backward ? e - 1 - (t - s) : t;
         run_step(fs, &r, K, backward ? j + 1 : j);
         if (store != NULL) /* the exclusive sums */
             run_store(&r, K, store + (j - s) * kv + 2 * pr, vp);
-        run_add(fs, &r, pr, j);
+        run_add(&r, lo, hi, j);
     }
     if (out != NULL)
         run_store(&r, K, out + 2 * pr, vp);
@@ -197,6 +211,8 @@ static inline void fill_pair_k(const nw_fastsum *fs, size_t K, size_t pr, size_t
                                double *right) {
     const size_t vp = fs->vp, kv = K * vp;
     fs_run f, b;
+    const float *lo, *hi;
+    pair_columns(fs, pr, &lo, &hi);
     run_load(&f, K, in_left + 2 * pr, vp);
     run_load(&b, K, in_right + 2 * pr, vp);
     for (size_t t = 0; t < e - s; t++) {
@@ -205,8 +221,8 @@ static inline void fill_pair_k(const nw_fastsum *fs, size_t K, size_t pr, size_t
         run_step(fs, &b, K, jb + 1);
         run_store(&f, K, left + t * kv + 2 * pr, vp);
         run_store(&b, K, right + (jb - s) * kv + 2 * pr, vp);
-        run_add(fs, &f, pr, jf);
-        run_add(fs, &b, pr, jb);
+        run_add(&f, lo, hi, jf);
+        run_add(&b, lo, hi, jb);
     }
 }
 
@@ -312,7 +328,7 @@ static void inclusive(const nw_fastsum *fs, const nw_fs_block *blk, size_t j, in
     }
     memcpy(out, (right ? blk->right : blk->left) + (j - blk->s) * kv, kv * sizeof(double));
     for (size_t a = 0; a < vp; a++)
-        out[a] += fs->c[a * fs->n + j];
+        out[a] += coef(fs, a, j);
 }
 
 /* sums <- e^{near - δ} T_δ(sums) in place (moments from the highest down: each reads only
@@ -361,8 +377,8 @@ void nw_fs_moments_at(const nw_fastsum *fs, const nw_fs_block *blk, size_t j, do
                       double *left, double *right) {
     const size_t n = fs->n, kv = fs->k * fs->vp;
     const size_t r = j == SIZE_MAX ? 0 : j + 1;
-    const double dl = j != SIZE_MAX ? (q - fs->x[j]) * fs->inv_h : INFINITY;
-    const double dr = r < n ? (fs->x[r] - q) * fs->inv_h : INFINITY;
+    const double dl = j != SIZE_MAX ? (q - (double)fs->x[j]) * fs->inv_h : INFINITY;
+    const double dr = r < n ? ((double)fs->x[r] - q) * fs->inv_h : INFINITY;
     const double near = fmin(dl, dr);
     if (j != SIZE_MAX) {
         inclusive(fs, blk, j, 0, left);
@@ -382,7 +398,7 @@ size_t nw_fs_locate(const nw_fastsum *fs, double q) {
     size_t lo = 0, hi = fs->n; /* first index with x > q */
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (fs->x[mid] <= q)
+        if ((double)fs->x[mid] <= q)
             lo = mid + 1;
         else
             hi = mid;

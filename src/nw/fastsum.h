@@ -39,8 +39,10 @@
 typedef struct nw_fastsum {
     size_t n, v, vp, k1, blocks; /* vp: v rounded up to even */
     size_t k;        /* moments of the current sums (k <= k1; fewer without the gradient) */
-    double *x;       /* n sorted positions (the caller fills them) */
-    double *c;       /* vp·n coefficients, c[a·n + j] (the caller fills the first v) */
+    const float *x;  /* n sorted positions (the plan's sorted training copy) */
+    const float *y;  /* v - 1 columns y[c·n + j]: vector 0's coefficients are 1, vector 1 + c's
+                      * are y column c, the padding vector's 0 (read as floats: half the
+                      * memory traffic of double copies, the same values) */
     double inv_h;    /* 1 / h of the current sums */
     double *decay;   /* n: e^{-(x_j - x_{j-1}) / h} (decay[0] = 0) */
     double *left_ck;  /* blocks × k·vp: L_{s-1} of block b (s its first point; 0 for b = 0) */
@@ -56,7 +58,8 @@ typedef struct nw_fs_block {
 
 /* Bytes of nw_fs_init's memory (SIZE_MAX on overflow). */
 size_t nw_fs_bytes(size_t n, size_t v, size_t k1);
-void nw_fs_init(nw_fastsum *fs, void *mem, size_t n, size_t v, size_t k1);
+void nw_fs_init(nw_fastsum *fs, void *mem, size_t n, size_t v, size_t k1, const float *x,
+                const float *y);
 /* Doubles of one worker's block buffers. */
 size_t nw_fs_block_doubles(size_t v, size_t k1);
 void nw_fs_block_init(nw_fs_block *blk, double *mem);
@@ -71,8 +74,8 @@ void nw_fs_fill(const nw_fastsum *fs, size_t b, nw_fs_block *blk);
  * neighbour is more than NW_FS_NEAR_MAX bandwidths away on both sides. */
 static inline int nw_fs_far(const nw_fastsum *fs, size_t j) {
     const double reach = NW_FS_NEAR_MAX / fs->inv_h;
-    return (j == 0 || fs->x[j] - fs->x[j - 1] > reach) &&
-           (j + 1 == fs->n || fs->x[j + 1] - fs->x[j] > reach);
+    return (j == 0 || (double)fs->x[j] - (double)fs->x[j - 1] > reach) &&
+           (j + 1 == fs->n || (double)fs->x[j + 1] - (double)fs->x[j] > reach);
 }
 /* The leave-one-out moments (k·vp each, scaled by 1/k!) of training point j (s <= j < e of
  * the filled block), j itself left out (its duplicates stay in), at scale 1: the block's
@@ -163,7 +166,8 @@ void nw_fg_row_sums(const nw_model *model, size_t amax, const double *mom, nw_su
 /* The plan's fast-sum part: the engine over the vectors (1, y_1 .. y_dv) and each worker's
  * block and row moments. */
 struct nw_fs_plan {
-    nw_fastsum fs;     /* Laplace family; for the Gaussian only its x and c */
+    nw_fastsum fs;     /* Laplace family; for the Gaussian only its x */
+    double *gx, *gc;   /* the Gaussian's double copies of x and the coefficients (v·n) */
     int gauss;         /* the Gaussian: g below */
     nw_fs_gauss g;
     double eps;        /* the Gaussian's relative error bound */

@@ -19,8 +19,9 @@ size_t nw_fs_plan_bytes(const nw_model *model, size_t n, size_t threads) {
     const size_t v = 1 + model->dv, k1 = nw_fs_moments_needed(model, 1);
     size_t engine = nw_fs_bytes(n, v, k1), per_worker, total;
     if (engine != SIZE_MAX && model->kernel == NWATTN_KERNEL_GAUSSIAN) {
-        size_t g = nw_fg_bytes(n, v);
-        if (g == SIZE_MAX || !nw_add(engine, g, &engine))
+        size_t g = nw_fg_bytes(n, v), copies;
+        if (g == SIZE_MAX || !nw_add(engine, g, &engine) || !nw_mul(v + 1, n, &copies) ||
+            !nw_mul(copies, sizeof(double), &copies) || !nw_add(engine, copies, &engine))
             engine = SIZE_MAX;
     }
     if (engine == SIZE_MAX || !nw_mul(1, row_doubles(v, k1), &per_worker) ||
@@ -36,23 +37,27 @@ void nw_fs_plan_init(nw_plan *plan, void *mem, double eps) {
     const size_t n = plan->n, v = 1 + model->dv, k1 = nw_fs_moments_needed(model, 1);
     struct nw_fs_plan *fp = mem;
     char *p = (char *)mem + align8(sizeof *fp);
-    nw_fs_init(&fp->fs, p, n, v, k1);
+    nw_fs_init(&fp->fs, p, n, v, k1, plan->train.x, plan->train.y);
     p += nw_fs_bytes(n, v, k1);
     fp->gauss = model->kernel == NWATTN_KERNEL_GAUSSIAN;
     fp->eps = eps;
+    fp->gx = fp->gc = NULL;
     if (fp->gauss) {
-        nw_fg_init(&fp->g, p, n, v, fp->fs.x, fp->fs.c);
+        fp->gx = (double *)(void *)p;
+        fp->gc = fp->gx + n;
+        p += (v + 1) * n * sizeof(double);
+        for (size_t j = 0; j < n; j++) {
+            fp->gx[j] = (double)plan->train.x[j];
+            fp->gc[j] = 1.0;
+        }
+        for (size_t c = 0; c < model->dv; c++)
+            for (size_t j = 0; j < n; j++)
+                fp->gc[(1 + c) * n + j] = (double)plan->train.y[c * n + j];
+        nw_fg_init(&fp->g, p, n, v, fp->gx, fp->gc);
         p += nw_fg_bytes(n, v);
     }
     fp->worker_mem = (double *)(void *)p;
     fp->worker_doubles = nw_fs_block_doubles(v, k1) + row_doubles(v, k1);
-    for (size_t j = 0; j < n; j++) {
-        fp->fs.x[j] = (double)plan->train.x[j];
-        fp->fs.c[j] = 1.0;
-    }
-    for (size_t c = 0; c < model->dv; c++)
-        for (size_t j = 0; j < n; j++)
-            fp->fs.c[(1 + c) * n + j] = (double)plan->train.y[c * n + j];
     plan->fastsum = fp;
 }
 
@@ -172,7 +177,7 @@ typedef struct predict_job {
 
 /* The count of points <= q, from next, the count for an earlier (smaller) query. */
 static size_t advance(const nw_fastsum *fs, size_t next, double q) {
-    while (next < fs->n && fs->x[next] <= q)
+    while (next < fs->n && (double)fs->x[next] <= q)
         next++;
     return next;
 }
@@ -273,7 +278,7 @@ size_t nw_fs_predict(nw_plan *plan, size_t m, const float *xq, size_t ldq, float
     start[0] = 0;
     start[blocks] = m;
     for (size_t b = 1; b < blocks; b++) {
-        const double edge = fs->x[b * NW_FS_BLOCK];
+        const double edge = (double)fs->x[b * NW_FS_BLOCK];
         size_t lo = start[b - 1], hi = m; /* first sorted query >= edge */
         while (lo < hi) {
             const size_t mid = lo + (hi - lo) / 2;
