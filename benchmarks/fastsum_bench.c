@@ -11,7 +11,7 @@
  * linear): one CV evaluation with its gradient (nwattn_nw_cv) by each method, the direct one
  * only up to --direct-max (default 10^5: it is quadratic), the Gaussian only up to
  * --gauss-max (default 10^6), and the fast sums' bandwidth selection
- * (nwattn_nw_select_bandwidth, default options), and the fitted values (nwattn_nw_predict at
+ * (nwattn_nw_select_bandwidth, default options; evals: its CV evaluations), and the fitted values (nwattn_nw_predict at
  * the n training points in the data's order, the fast sums at h). Single runs (one call each, after one warm-up call at n <= 10^5): on a
  * shared machine the times are noisy; ratios are taken within this one run. Prints the CPU,
  * whether it has AVX-512F/AVX2 (the direct rows' vector copy; the fast sums are scalar double)
@@ -121,9 +121,9 @@ int main(int argc, char **argv) {
     }
     printf("# fastsum_bench: CPU %s, %s, %zu context threads; single runs (noisy machine)\n",
            bench_cpu_name(), simd_flags(), threads);
-    printf("%-9s %-9s %-3s %12s %12s %10s %12s %10s %10s %10s %10s %10s\n", "n", "kernel", "deg",
-           "cv_direct_s", "cv_fastsum_s", "speedup", "select_fs_s", "h_chosen", "fit_fs_s",
-           "cv_cpu_s", "select_cpu", "fit_cpu_s");
+    printf("%-9s %-9s %-3s %12s %12s %10s %12s %10s %10s %10s %10s %10s %6s\n", "n", "kernel",
+           "deg", "cv_direct_s", "cv_fastsum_s", "speedup", "select_fs_s", "h_chosen", "fit_fs_s",
+           "cv_cpu_s", "select_cpu", "fit_cpu_s", "evals");
     const nwattn_kernel kernels[] = {NWATTN_KERNEL_LAPLACE, NWATTN_KERNEL_MATERN32,
                                      NWATTN_KERNEL_GAUSSIAN};
     const char *names[] = {"laplace", "matern32", "gaussian"};
@@ -167,10 +167,11 @@ int main(int argc, char **argv) {
                     return 1;
                 const double t_f = bench_now() - t0, c_f = cpu_now() - c0;
                 float chosen;
+                nwattn_cv_report report;
                 c0 = cpu_now();
                 t0 = bench_now();
                 if (nwattn_nw_select_bandwidth(fast, &model, n, 1, 1, x, 1, y, 1, NULL, &chosen,
-                                               NULL, NULL, NULL) != NWATTN_OK)
+                                               &report, NULL, NULL) != NWATTN_OK)
                     return 1;
                 const double t_s = bench_now() - t0, c_s = cpu_now() - c0;
                 c0 = cpu_now();
@@ -186,9 +187,9 @@ int main(int argc, char **argv) {
                 cpu_time[level][k][deg][1] = c_s;
                 cpu_time[level][k][deg][2] = c_p;
                 printf("%-9zu %-9s %-3s %12.4g %12.4g %10.3g %12.4g %10.4g %10.4g %10.4g %10.4g "
-                       "%10.4g",
+                       "%10.4g %6zu",
                        n, names[k], deg ? "ll" : "lc", t_d, t_f, t_d / t_f, t_s, (double)chosen, t_p,
-                       c_f, c_s, c_p);
+                       c_f, c_s, c_p, report.evaluations);
                 if (n <= direct_max)
                     printf("   cv rel diff %.2g", fabs(cv_d - cv_f) / cv_f);
                 printf("\n");

@@ -672,8 +672,8 @@ typedef enum nwattn_kernel {
  *   GAUSSIAN: a 1-D fast Gauss transform (Taylor expansions about centres of clusters of
  *   width <= h/2, source and, for the CV rows of dense clusters, target expansions; direct
  *   sums where they do not pay), within the bound eps of nwattn_context_set_nw_tolerance.
- *   Working memory O(n): about (24 + 8 dv) bytes per training point beyond the sorted copy
- *   (the Gaussian about three times that).
+ *   Working memory O(n): about 8 bytes per training point beyond the sorted copy (the
+ *   Gaussian about 40 + 8 dv).
  *   The rows are spread over the context's threads in fixed blocks: the same bits for any
  *   thread count. docs/regression.md has the methods and measurements.
  * - AUTO: FASTSUM where it can run and its predicted cost is below the direct path's

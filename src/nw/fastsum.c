@@ -5,221 +5,256 @@
 #include "fastsum.h"
 #include "threads.h"
 
-/* Beyond this δ, e^{-δ} is 0 in double: the translated sums are not needed (and δ^k could
- * overflow). */
-#define NW_FS_DELTA_MAX 800.0
+/* ---- Pairs of doubles: the two vectors of one pair run side by side ------------------------
+ * The same IEEE operation on each half in both spellings (SSE2, or two scalars elsewhere), so
+ * the results do not depend on which one is compiled. */
+#if defined(__SSE2__) || defined(_M_X64)
+#include <emmintrin.h>
+typedef __m128d fs_pair;
+static inline fs_pair p_load(const double *p) { return _mm_loadu_pd(p); }
+static inline void p_store(double *p, fs_pair a) { _mm_storeu_pd(p, a); }
+static inline fs_pair p_set(double lo, double hi) { return _mm_set_pd(hi, lo); }
+static inline fs_pair p_dup(double a) { return _mm_set1_pd(a); }
+static inline fs_pair p_zero(void) { return _mm_setzero_pd(); }
+static inline fs_pair p_add(fs_pair a, fs_pair b) { return _mm_add_pd(a, b); }
+static inline fs_pair p_mul(fs_pair a, fs_pair b) { return _mm_mul_pd(a, b); }
+#else
+typedef struct fs_pair {
+    double lo, hi;
+} fs_pair;
+static inline fs_pair p_load(const double *p) { return (fs_pair){p[0], p[1]}; }
+static inline void p_store(double *p, fs_pair a) { p[0] = a.lo, p[1] = a.hi; }
+static inline fs_pair p_set(double lo, double hi) { return (fs_pair){lo, hi}; }
+static inline fs_pair p_dup(double a) { return (fs_pair){a, a}; }
+static inline fs_pair p_zero(void) { return (fs_pair){0.0, 0.0}; }
+static inline fs_pair p_add(fs_pair a, fs_pair b) { return (fs_pair){a.lo + b.lo, a.hi + b.hi}; }
+static inline fs_pair p_mul(fs_pair a, fs_pair b) { return (fs_pair){a.lo * b.lo, a.hi * b.hi}; }
+#endif
 
 size_t nw_fs_bytes(size_t n, size_t v, size_t k1) {
+    const size_t vp = (v + 1) / 2 * 2;
     size_t blocks = (n + NW_FS_BLOCK - 1) / NW_FS_BLOCK, doubles, part;
-    if (!nw_mul(v + 2, n, &doubles) || !nw_mul(blocks + 2, 2 * v * k1, &part) ||
-        !nw_add(doubles, part, &doubles) || !nw_mul(doubles, sizeof(double), &doubles))
+    doubles = n; /* the decays */
+    if (!nw_mul(blocks, 2 * vp * k1, &part) || !nw_add(doubles, part, &doubles) ||
+        !nw_mul(doubles, sizeof(double), &doubles))
         return SIZE_MAX;
     return doubles;
 }
 
-void nw_fs_init(nw_fastsum *fs, void *mem, size_t n, size_t v, size_t k1) {
+void nw_fs_init(nw_fastsum *fs, void *mem, size_t n, size_t v, size_t k1, const float *x,
+                const float *y) {
     fs->n = n;
     fs->v = v;
+    fs->vp = (v + 1) / 2 * 2;
     fs->k1 = k1;
+    fs->k = k1;
     fs->blocks = (n + NW_FS_BLOCK - 1) / NW_FS_BLOCK;
     fs->inv_h = 1.0;
-    fs->x = mem;
-    fs->c = fs->x + n;
-    fs->decay = fs->c + v * n;
+    fs->x = x;
+    fs->y = y;
+    fs->decay = mem;
     fs->left_ck = fs->decay + n;
-    fs->right_ck = fs->left_ck + fs->blocks * v * k1;
-    fs->scratch = fs->right_ck + fs->blocks * v * k1;
+    fs->right_ck = fs->left_ck + fs->blocks * fs->vp * k1;
 }
 
-size_t nw_fs_block_doubles(size_t v, size_t k1) { return 2 * (NW_FS_BLOCK + 1) * v * k1; }
+size_t nw_fs_block_doubles(size_t v, size_t k1) { return 2 * NW_FS_BLOCK * ((v + 1) / 2 * 2) * k1; }
 
 void nw_fs_block_init(nw_fs_block *blk, double *mem) {
     blk->b = blk->s = blk->e = 0;
     blk->left = mem;
-    blk->right = NULL; /* set by nw_fs_fill, which knows v·k1 */
+    blk->right = NULL; /* set by nw_fs_fill, which knows the moment count */
 }
 
-/* out = T_δ(in) for v vectors of K scaled moments: out[k] = sum_{a<=k} δ^{k-a}/(k-a)! in[a].
- * One copy per K (a compile-time constant there, so that the loops unroll). */
-static inline void translate_k(size_t v, size_t K, double delta, const double *in, double *out) {
-    double pw[NW_FS_KMAX];
-    pw[0] = 1.0;
-    for (size_t m = 1; m < K; m++)
-        pw[m] = pw[m - 1] * delta * (1.0 / (double)m);
-    for (size_t a = 0; a < v; a++, in += K, out += K)
-        for (size_t k = 0; k < K; k++) {
-            double sum = 0.0;
-            for (size_t i = 0; i <= k; i++)
-                sum += pw[k - i] * in[i];
-            out[k] = sum;
-        }
+/* δ between points j - 1 and j (j >= 1). */
+static double gap(const nw_fastsum *fs, size_t j) {
+    return ((double)fs->x[j] - (double)fs->x[j - 1]) * fs->inv_h;
 }
 
-/* The moment counts K with a copy of their own (inlined, loops unrolled); others take the
- * generic one. */
-#define NW_FS_EACH_K(CASE) CASE(1) CASE(2) CASE(3) CASE(4) CASE(5) CASE(6) CASE(7)
+/* Vector a's coefficient at point j: 1 (a = 0), y column a - 1, 0 (the padding vector). */
+static double coef(const nw_fastsum *fs, size_t a, size_t j) {
+    return a == 0 ? 1.0 : a < fs->v ? (double)fs->y[(a - 1) * fs->n + j] : 0.0;
+}
 
-static void translate(size_t v, size_t k1, double delta, const double *in, double *out) {
-    switch (k1) {
+/* ---- The passes ---------------------------------------------------------------------------
+ * One pair of vectors (pr) over points s .. e-1 (forward) or e-1 .. s (backward), its K
+ * moments in registers; K is a compile-time constant in each copy (one per K, the loops
+ * unrolled). in: the running sums before the first step (L_{s-1} or R_e, K pairs at stride
+ * vp); out: the last (L_{e-1} or R_s). With store, the exclusive sums of every point j: the
+ * step without its own c_j, X_j = e^{-δ} T_δ(L_{j-1}) (forward) or Y_j (backward), at
+ * store + (j - s)·K·vp. The step: out[k] = e^{-δ} sum_{i<=k} δ^{k-i}/(k-i)! in[i], summed
+ * from i = 0 (the i = k term, whose factor is 1, last). */
+/* The running sums are named members, not an array: arrays indexed in loops stayed on the
+ * stack (a store and a reload on the chain of dependent steps). K is a constant in each copy,
+ * so the unused ones fold away; the helpers are forced inline so that a run stays in
+ * registers. */
+#if defined(__GNUC__)
+#define FS_INLINE static inline __attribute__((always_inline))
+#else
+#define FS_INLINE static inline
+#endif
+
+typedef struct fs_run {
+    fs_pair r0, r1, r2, r3, r4, r5, r6, r7;
+} fs_run;
+
+FS_INLINE void run_load(fs_run *r, size_t K, const double *in, size_t vp) {
+    const fs_pair z = p_zero();
+    r->r0 = p_load(in);
+    r->r1 = K > 1 ? p_load(in + vp) : z;
+    r->r2 = K > 2 ? p_load(in + 2 * vp) : z;
+    r->r3 = K > 3 ? p_load(in + 3 * vp) : z;
+    r->r4 = K > 4 ? p_load(in + 4 * vp) : z;
+    r->r5 = K > 5 ? p_load(in + 5 * vp) : z;
+    r->r6 = K > 6 ? p_load(in + 6 * vp) : z;
+    r->r7 = K > 7 ? p_load(in + 7 * vp) : z;
+}
+
+FS_INLINE void run_store(const fs_run *r, size_t K, double *o, size_t vp) {
+    p_store(o, r->r0);
+    if (K > 1)
+        p_store(o + vp, r->r1);
+    if (K > 2)
+        p_store(o + 2 * vp, r->r2);
+    if (K > 3)
+        p_store(o + 3 * vp, r->r3);
+    if (K > 4)
+        p_store(o + 4 * vp, r->r4);
+    if (K > 5)
+        p_store(o + 5 * vp, r->r5);
+    if (K > 6)
+        p_store(o + 6 * vp, r->r6);
+    if (K > 7)
+        p_store(o + 7 * vp, r->r7);
+}
+
+/* run <- e^{-d} T_d(run) (decay = e^{-d} > 0), moment k from the old moments 0 .. k: the
+ * highest first, then in place. T(m, i): d^m/m! times moment i. */
+#define T(m, i) p_mul(p_dup(pw##m), r->r##i)
+FS_INLINE void run_translate(fs_run *r, size_t K, double d, double decay) {
+    const double pw1 = d, pw2 = pw1 * d * (1.0 / 2.0), pw3 = pw2 * d * (1.0 / 3.0),
+                 pw4 = pw3 * d * (1.0 / 4.0), pw5 = pw4 * d * (1.0 / 5.0),
+                 pw6 = pw5 * d * (1.0 / 6.0), pw7 = pw6 * d * (1.0 / 7.0);
+    const fs_pair dd = p_dup(decay);
+    if (K > 7)
+        r->r7 = p_mul(
+            p_add(p_add(p_add(p_add(p_add(p_add(p_add(T(7, 0), T(6, 1)), T(5, 2)), T(4, 3)), T(3, 4)),
+                              T(2, 5)),
+                        T(1, 6)),
+                  r->r7),
+            dd);
+    if (K > 6)
+        r->r6 = p_mul(
+            p_add(p_add(p_add(p_add(p_add(p_add(T(6, 0), T(5, 1)), T(4, 2)), T(3, 3)), T(2, 4)), T(1, 5)),
+                  r->r6),
+            dd);
+    if (K > 5)
+        r->r5 = p_mul(
+            p_add(p_add(p_add(p_add(p_add(T(5, 0), T(4, 1)), T(3, 2)), T(2, 3)), T(1, 4)), r->r5), dd);
+    if (K > 4)
+        r->r4 = p_mul(p_add(p_add(p_add(p_add(T(4, 0), T(3, 1)), T(2, 2)), T(1, 3)), r->r4), dd);
+    if (K > 3)
+        r->r3 = p_mul(p_add(p_add(p_add(T(3, 0), T(2, 1)), T(1, 2)), r->r3), dd);
+    if (K > 2)
+        r->r2 = p_mul(p_add(p_add(T(2, 0), T(1, 1)), r->r2), dd);
+    if (K > 1)
+        r->r1 = p_mul(p_add(T(1, 0), r->r1), dd);
+    r->r0 = p_mul(r->r0, dd);
+}
+#undef T
+
+/* One step across the gap (g - 1, g) (its decay; 0: nothing reaches across, and δ^k could
+ * overflow): run becomes the exclusive sums of the point reached. */
+FS_INLINE void run_step(const nw_fastsum *fs, fs_run *r, size_t K, size_t g) {
+    const double decay = g < fs->n ? fs->decay[g] : 0.0; /* decay[0] = 0 */
+    if (decay > 0.0) {
+        run_translate(r, K, gap(fs, g), decay);
+    } else {
+        const fs_pair z = p_zero();
+        r->r0 = r->r1 = r->r2 = r->r3 = r->r4 = r->r5 = r->r6 = r->r7 = z;
+    }
+}
+
+/* ... and then the inclusive sums, point j's own c_j added. */
+FS_INLINE void run_add(fs_run *r, const float *lo, const float *hi, size_t j) {
+    r->r0 = p_add(r->r0, p_set(lo != NULL ? (double)lo[j] : 1.0, hi != NULL ? (double)hi[j] : 0.0));
+}
+
+/* The y columns of pair pr's two vectors (NULL: vector 0's ones, the padding's zeros). */
+static void pair_columns(const nw_fastsum *fs, size_t pr, const float **lo, const float **hi) {
+    *lo = pr == 0 ? NULL : fs->y + (2 * pr - 1) * fs->n;
+    *hi = 2 * pr + 1 < fs->v ? fs->y + 2 * pr * fs->n : NULL;
+}
+
+static inline void pass_pair_k(const nw_fastsum *fs, size_t K, size_t pr, size_t s, size_t e,
+                               int backward, const double *in, double *out, double *store) {
+    const size_t vp = fs->vp, kv = K * vp;
+    fs_run r;
+    const float *lo, *hi;
+    pair_columns(fs, pr, &lo, &hi);
+    run_load(&r, K, in + 2 * pr, vp);
+    for (size_t t = s; t < e; t++) {
+        const size_t j = backward ? e - 1 - (t - s) : t;
+        run_step(fs, &r, K, backward ? j + 1 : j);
+        if (store != NULL) /* the exclusive sums */
+            run_store(&r, K, store + (j - s) * kv + 2 * pr, vp);
+        run_add(&r, lo, hi, j);
+    }
+    if (out != NULL)
+        run_store(&r, K, out + 2 * pr, vp);
+}
+
+/* A block's two passes in one loop (forward from s, backward from e - 1): two independent
+ * chains side by side, each step's latency hidden behind the other's. The same steps as
+ * pass_pair_k's, so the same sums. */
+static inline void fill_pair_k(const nw_fastsum *fs, size_t K, size_t pr, size_t s, size_t e,
+                               const double *in_left, const double *in_right, double *left,
+                               double *right) {
+    const size_t vp = fs->vp, kv = K * vp;
+    fs_run f, b;
+    const float *lo, *hi;
+    pair_columns(fs, pr, &lo, &hi);
+    run_load(&f, K, in_left + 2 * pr, vp);
+    run_load(&b, K, in_right + 2 * pr, vp);
+    for (size_t t = 0; t < e - s; t++) {
+        const size_t jf = s + t, jb = e - 1 - t;
+        run_step(fs, &f, K, jf);
+        run_step(fs, &b, K, jb + 1);
+        run_store(&f, K, left + t * kv + 2 * pr, vp);
+        run_store(&b, K, right + (jb - s) * kv + 2 * pr, vp);
+        run_add(&f, lo, hi, jf);
+        run_add(&b, lo, hi, jb);
+    }
+}
+
+/* The moment counts K with a copy of their own. */
+#define NW_FS_EACH_K(CASE) CASE(1) CASE(2) CASE(3) CASE(4) CASE(5) CASE(6) CASE(7) CASE(8)
+
+static void pass_pair(const nw_fastsum *fs, size_t pr, size_t s, size_t e, int backward,
+                      const double *in, double *out, double *store) {
+    switch (fs->k) {
 #define NW_FS_CASE(K)                                                                              \
     case K:                                                                                        \
-        translate_k(v, K, delta, in, out);                                                         \
+        pass_pair_k(fs, K, pr, s, e, backward, in, out, store);                                    \
         return;
         NW_FS_EACH_K(NW_FS_CASE)
 #undef NW_FS_CASE
     default:
-        translate_k(v, k1, delta, in, out);
+        return; /* not reached: k <= NW_FS_KMAX */
     }
 }
 
-/* δ between points j - 1 and j (j >= 1). */
-static double gap(const nw_fastsum *fs, size_t j) { return (fs->x[j] - fs->x[j - 1]) * fs->inv_h; }
-
-/* next = e^{-δ} T_δ(prev) + c_j e_0 (prev and next may not alias); decay = e^{-δ}. The
- * recursions' inner step: one copy per K (inlined, so that its loops unroll), chosen by one
- * predictable switch per point instead of a call per vector. */
-static inline void step_k(const nw_fastsum *fs, size_t v, size_t K, double delta, double decay,
-                          const double *prev, size_t j, double *next) {
-    if (decay > 0.0) {
-        double pw[NW_FS_KMAX], in[NW_FS_KMAX];
-        pw[0] = 1.0;
-        for (size_t m = 1; m < K; m++)
-            pw[m] = pw[m - 1] * delta * (1.0 / (double)m);
-        for (size_t a = 0; a < v; a++) {
-            for (size_t k = 0; k < K; k++) /* scalar copies: no vector load of pw's stores */
-                in[k] = prev[a * K + k];
-            for (size_t k = 0; k < K; k++) {
-                double sum = pw[k] * in[0]; /* = 0.0 + it, but for the sign of a zero */
-                for (size_t i = 1; i <= k; i++)
-                    sum += pw[k - i] * in[i];
-                next[a * K + k] = sum * decay;
-            }
-        }
-    } else {
-        for (size_t i = 0; i < v * K; i++)
-            next[i] = 0.0;
-    }
-    for (size_t a = 0; a < v; a++)
-        next[a * K] += fs->c[a * fs->n + j];
-}
-
-/* The forward steps j = s .. e-1: buf[(j - s + 1)·vk] = L_j from buf[(j - s)·vk] (buf[0] =
- * L_{s-1}); ring: two slots only (slot (j - s + 1) % 2), for the passes that keep no sums. One
- * copy per K, the step inlined into its loop (a call and a switch per point were a fifth of a
- * CV evaluation). Returns the last sums. */
-static inline double *forward_k(const nw_fastsum *fs, size_t K, size_t s, size_t e, double *buf,
-                                int ring) {
-    const size_t vk = fs->v * K;
-    double *next = buf;
-    for (size_t j = s; j < e; j++) {
-        const double *prev = buf + (ring ? (j - s) & 1 : j - s) * vk;
-        next = buf + (ring ? (j - s + 1) & 1 : j - s + 1) * vk;
-        step_k(fs, fs->v, K, j > 0 ? gap(fs, j) : INFINITY, fs->decay[j], prev, j, next);
-    }
-    return next;
-}
-
-/* The backward steps j = e-1 .. s: buf[(j - s)·vk] = R_j from buf[(j - s + 1)·vk] (buf[(e -
- * s)·vk] = R_e); ring: slots (j - s) % 2, R_e in slot (e - s) % 2. */
-static inline double *backward_k(const nw_fastsum *fs, size_t K, size_t s, size_t e, double *buf,
-                                 int ring) {
-    const size_t vk = fs->v * K, n = fs->n;
-    double *next = buf + (ring ? (e - s) & 1 : e - s) * vk;
-    for (size_t j = e; j-- > s;) {
-        const double *prev = buf + (ring ? (j - s + 1) & 1 : j - s + 1) * vk;
-        next = buf + (ring ? (j - s) & 1 : j - s) * vk;
-        step_k(fs, fs->v, K, j + 1 < n ? gap(fs, j + 1) : INFINITY, j + 1 < n ? fs->decay[j + 1] : 0.0,
-               prev, j, next);
-    }
-    return next;
-}
-
-/* The passes for v == 2 (one y column, the common case) with both sizes known: the running
- * sums stay in registers instead of going through memory at every point (the chain of
- * dependent steps was the passes' cost); keep: every step's sums also stored, as forward_k and
- * backward_k store them. The same arithmetic: the same sums to the last bit. Without keep the
- * result is left in slot 0 and backward reads R_e from slot (e - s) % 2 as backward_k does. */
-static inline double *forward2_k(const nw_fastsum *fs, size_t K, size_t s, size_t e,
-                                 double *buf, int keep) {
-    double cur[2 * NW_FS_KMAX], nxt[2 * NW_FS_KMAX];
-    for (size_t i = 0; i < 2 * K; i++)
-        cur[i] = buf[i];
-    for (size_t j = s; j < e; j++) {
-        step_k(fs, 2, K, j > 0 ? gap(fs, j) : INFINITY, fs->decay[j], cur, j, nxt);
-        for (size_t i = 0; i < 2 * K; i++)
-            cur[i] = nxt[i];
-        if (keep)
-            for (size_t i = 0; i < 2 * K; i++)
-                buf[(j - s + 1) * 2 * K + i] = nxt[i];
-    }
-    if (keep)
-        return buf + (e - s) * 2 * K;
-    for (size_t i = 0; i < 2 * K; i++)
-        buf[i] = cur[i];
-    return buf;
-}
-
-static inline double *backward2_k(const nw_fastsum *fs, size_t K, size_t s, size_t e,
-                                  double *buf, int keep) {
-    const size_t n = fs->n;
-    double cur[2 * NW_FS_KMAX], nxt[2 * NW_FS_KMAX];
-    for (size_t i = 0; i < 2 * K; i++)
-        cur[i] = buf[(keep ? e - s : (e - s) & 1) * 2 * K + i];
-    for (size_t j = e; j-- > s;) {
-        step_k(fs, 2, K, j + 1 < n ? gap(fs, j + 1) : INFINITY, j + 1 < n ? fs->decay[j + 1] : 0.0,
-               cur, j, nxt);
-        for (size_t i = 0; i < 2 * K; i++)
-            cur[i] = nxt[i];
-        if (keep)
-            for (size_t i = 0; i < 2 * K; i++)
-                buf[(j - s) * 2 * K + i] = nxt[i];
-    }
-    for (size_t i = 0; i < 2 * K; i++)
-        buf[i] = cur[i];
-    return buf;
-}
-
-static double *forward(const nw_fastsum *fs, size_t s, size_t e, double *buf, int ring) {
-    if (fs->v == 2)
-        switch (fs->k1) {
+static void fill_pair(const nw_fastsum *fs, size_t pr, size_t s, size_t e,
+                      const double *in_left, const double *in_right, double *left,
+                      double *right) {
+    switch (fs->k) {
 #define NW_FS_CASE(K)                                                                              \
     case K:                                                                                        \
-        return forward2_k(fs, K, s, e, buf, !ring);
-            NW_FS_EACH_K(NW_FS_CASE)
-#undef NW_FS_CASE
-        default:
-            break;
-        }
-    switch (fs->k1) {
-#define NW_FS_CASE(K)                                                                              \
-    case K:                                                                                        \
-        return forward_k(fs, K, s, e, buf, ring);
+        fill_pair_k(fs, K, pr, s, e, in_left, in_right, left, right);                              \
+        return;
         NW_FS_EACH_K(NW_FS_CASE)
 #undef NW_FS_CASE
     default:
-        return forward_k(fs, fs->k1, s, e, buf, ring);
-    }
-}
-
-static double *backward(const nw_fastsum *fs, size_t s, size_t e, double *buf, int ring) {
-    if (fs->v == 2)
-        switch (fs->k1) {
-#define NW_FS_CASE(K)                                                                              \
-    case K:                                                                                        \
-        return backward2_k(fs, K, s, e, buf, !ring);
-            NW_FS_EACH_K(NW_FS_CASE)
-#undef NW_FS_CASE
-        default:
-            break;
-        }
-    switch (fs->k1) {
-#define NW_FS_CASE(K)                                                                              \
-    case K:                                                                                        \
-        return backward_k(fs, K, s, e, buf, ring);
-        NW_FS_EACH_K(NW_FS_CASE)
-#undef NW_FS_CASE
-    default:
-        return backward_k(fs, fs->k1, s, e, buf, ring);
+        return; /* not reached: k <= NW_FS_KMAX */
     }
 }
 
@@ -227,108 +262,143 @@ typedef struct pass_job {
     nw_fastsum *fs;
 } pass_job;
 
+static size_t block_end(const nw_fastsum *fs, size_t b) {
+    const size_t e = (b + 1) * NW_FS_BLOCK;
+    return e < fs->n ? e : fs->n;
+}
+
 /* decay[j] = e^{-δ_j} of the gaps, a block per unit. */
 static void decay_unit(void *arg, size_t b, size_t worker) {
     (void)worker;
     nw_fastsum *fs = ((pass_job *)arg)->fs;
-    const size_t s = b * NW_FS_BLOCK, e = s + NW_FS_BLOCK < fs->n ? s + NW_FS_BLOCK : fs->n;
+    const size_t s = b * NW_FS_BLOCK, e = block_end(fs, b);
     for (size_t j = s > 0 ? s : 1; j < e; j++)
         fs->decay[j] = exp(-gap(fs, j));
     if (s == 0)
         fs->decay[0] = 0.0;
 }
 
-/* Unit 0: the forward pass (left checkpoints); unit 1: the backward pass (right ones). */
+/* Unit 2 pr: pair pr's forward pass (left checkpoints); unit 2 pr + 1: its backward pass. */
 static void pass_unit(void *arg, size_t unit, size_t worker) {
     (void)worker;
     nw_fastsum *fs = ((pass_job *)arg)->fs;
-    const size_t n = fs->n, vk = fs->v * fs->k1;
-    double *buf = fs->scratch + 2 * unit * vk, *last;
-    memset(buf, 0, 2 * vk * sizeof(double));
-    if (unit == 0) {
-        for (size_t b = 0; b < fs->blocks; b++) {
-            const size_t s = b * NW_FS_BLOCK, e = s + NW_FS_BLOCK < n ? s + NW_FS_BLOCK : n;
-            memcpy(fs->left_ck + b * vk, buf, vk * sizeof(double));
-            if ((last = forward(fs, s, e, buf, 1)) != buf)
-                memcpy(buf, last, vk * sizeof(double));
-        }
+    const size_t kv = fs->k * fs->vp, pr = unit / 2;
+    if (unit % 2 == 0) {
+        for (size_t k = 0; k < fs->k; k++)
+            memset(fs->left_ck + k * fs->vp + 2 * pr, 0, 2 * sizeof(double));
+        for (size_t b = 0; b + 1 < fs->blocks; b++)
+            pass_pair(fs, pr, b * NW_FS_BLOCK, block_end(fs, b), 0, fs->left_ck + b * kv,
+                      fs->left_ck + (b + 1) * kv, NULL);
     } else {
-        for (size_t b = fs->blocks; b-- > 0;) {
-            const size_t s = b * NW_FS_BLOCK, e = s + NW_FS_BLOCK < n ? s + NW_FS_BLOCK : n;
-            double *start = buf + ((e - s) & 1) * vk; /* where backward() reads R_e */
-            if (start != buf)
-                memcpy(start, buf, vk * sizeof(double));
-            memcpy(fs->right_ck + b * vk, start, vk * sizeof(double));
-            if ((last = backward(fs, s, e, buf, 1)) != buf)
-                memcpy(buf, last, vk * sizeof(double));
-        }
+        double *last = fs->right_ck + (fs->blocks - 1) * kv;
+        for (size_t k = 0; k < fs->k; k++)
+            memset(last + k * fs->vp + 2 * pr, 0, 2 * sizeof(double));
+        for (size_t b = fs->blocks - 1; b > 0; b--)
+            pass_pair(fs, pr, b * NW_FS_BLOCK, block_end(fs, b), 1, fs->right_ck + b * kv,
+                      fs->right_ck + (b - 1) * kv, NULL);
     }
 }
 
-void nw_fs_prepare(nw_fastsum *fs, double inv_h, nw_workers *team, size_t threads) {
+void nw_fs_prepare(nw_fastsum *fs, double inv_h, size_t k, nw_workers *team, size_t threads) {
     fs->inv_h = inv_h;
+    fs->k = k;
     pass_job job = {fs};
     nw_parallel_for(team, threads, fs->blocks, decay_unit, &job);
-    nw_parallel_for(team, threads, 2, pass_unit, &job);
+    nw_parallel_for(team, threads, fs->vp, pass_unit, &job);
 }
 
 void nw_fs_fill(const nw_fastsum *fs, size_t b, nw_fs_block *blk) {
-    const size_t n = fs->n, vk = fs->v * fs->k1;
-    const size_t s = b * NW_FS_BLOCK, e = s + NW_FS_BLOCK < n ? s + NW_FS_BLOCK : n;
+    const size_t kv = fs->k * fs->vp;
+    const size_t s = b * NW_FS_BLOCK, e = block_end(fs, b);
     blk->b = b, blk->s = s, blk->e = e;
-    blk->right = blk->left + (NW_FS_BLOCK + 1) * vk;
-    /* left[(j - s + 1)·vk] = L_j, left[0] = L_{s-1}; right[(j - s)·vk] = R_j, right[(e-s)·vk] = R_e */
-    memcpy(blk->left, fs->left_ck + b * vk, vk * sizeof(double));
-    forward(fs, s, e, blk->left, 0);
-    memcpy(blk->right + (e - s) * vk, fs->right_ck + b * vk, vk * sizeof(double));
-    backward(fs, s, e, blk->right, 0);
+    blk->right = blk->left + NW_FS_BLOCK * kv;
+    for (size_t pr = 0; pr < fs->vp / 2; pr++)
+        fill_pair(fs, pr, s, e, fs->left_ck + b * kv, fs->right_ck + b * kv, blk->left,
+                  blk->right);
 }
 
-/* out = e^{-(δ - δ_near)} T_δ(sums), unscaled (times k!); zero when the side is empty. */
-static void side(const nw_fastsum *fs, const double *sums, double delta, double near,
-                 double *out) {
-    const size_t v = fs->v, k1 = fs->k1;
-    const double factor = !(delta < INFINITY) ? 0.0 : delta == near ? 1.0 : exp(near - delta);
-    if (!(factor > 0.0)) {
-        memset(out, 0, v * k1 * sizeof(double));
+/* The running (inclusive) sums of point j of the block, j's own c_j included: L_j (left) or
+ * R_j, from its exclusive sums; j one outside the block: the block's checkpoint. */
+static void inclusive(const nw_fastsum *fs, const nw_fs_block *blk, size_t j, int right,
+                      double *out) {
+    const size_t vp = fs->vp, kv = fs->k * vp;
+    if (j < blk->s || j >= blk->e) { /* L_{s-1} or R_e */
+        memcpy(out, (right ? fs->right_ck : fs->left_ck) + blk->b * kv, kv * sizeof(double));
         return;
     }
-    translate(v, k1, delta, sums, out);
-    for (size_t a = 0; a < v; a++) {
-        double fact = factor;
-        for (size_t k = 0; k < k1; k++) {
-            out[a * k1 + k] *= fact;
-            fact *= (double)(k + 1);
-        }
-    }
+    memcpy(out, (right ? blk->right : blk->left) + (j - blk->s) * kv, kv * sizeof(double));
+    for (size_t a = 0; a < vp; a++)
+        out[a] += coef(fs, a, j);
 }
 
-void nw_fs_moments_loo(const nw_fastsum *fs, const nw_fs_block *blk, size_t j, double *left,
-                       double *right) {
-    const size_t n = fs->n, vk = fs->v * fs->k1, s = blk->s;
-    const double dl = j > 0 ? (fs->x[j] - fs->x[j - 1]) * fs->inv_h : INFINITY;
-    const double dr = j + 1 < n ? (fs->x[j + 1] - fs->x[j]) * fs->inv_h : INFINITY;
+/* sums <- e^{near - δ} T_δ(sums) in place (moments from the highest down: each reads only
+ * lower ones); zero when the side is empty or out of reach. */
+static void side(const nw_fastsum *fs, double *sums, double delta, double near) {
+    const size_t vp = fs->vp, K = fs->k;
+    const double factor = !(delta < INFINITY) ? 0.0 : delta == near ? 1.0 : exp(near - delta);
+    if (!(factor > 0.0)) {
+        memset(sums, 0, K * vp * sizeof(double));
+        return;
+    }
+    double pw[NW_FS_KMAX];
+    pw[0] = 1.0;
+    for (size_t m = 1; m < K; m++)
+        pw[m] = pw[m - 1] * delta * (1.0 / (double)m);
+    for (size_t a = 0; a < vp; a++)
+        for (size_t k = K; k-- > 0;) {
+            double sum = 0.0;
+            for (size_t i = 0; i <= k; i++)
+                sum += pw[k - i] * sums[i * vp + a];
+            sums[k * vp + a] = sum * factor;
+        }
+}
+
+void nw_fs_moments_far(const nw_fastsum *fs, const nw_fs_block *blk, size_t j, double *lbuf,
+                       double *rbuf) {
+    const size_t n = fs->n, kv = fs->k * fs->vp;
+    const double dl = j > 0 ? gap(fs, j) : INFINITY;
+    const double dr = j + 1 < n ? gap(fs, j + 1) : INFINITY;
     const double near = fmin(dl, dr);
-    side(fs, blk->left + (j - s) * vk, dl, near, left);       /* L_{j-1} */
-    side(fs, blk->right + (j - s + 1) * vk, dr, near, right); /* R_{j+1} */
+    if (j > 0) {
+        inclusive(fs, blk, j - 1, 0, lbuf);
+        side(fs, lbuf, dl, near);
+    } else {
+        memset(lbuf, 0, kv * sizeof(double));
+    }
+    if (j + 1 < n) {
+        inclusive(fs, blk, j + 1, 1, rbuf);
+        side(fs, rbuf, dr, near);
+    } else {
+        memset(rbuf, 0, kv * sizeof(double));
+    }
 }
 
 void nw_fs_moments_at(const nw_fastsum *fs, const nw_fs_block *blk, size_t j, double q,
                       double *left, double *right) {
-    const size_t n = fs->n, vk = fs->v * fs->k1, s = blk->s;
+    const size_t n = fs->n, kv = fs->k * fs->vp;
     const size_t r = j == SIZE_MAX ? 0 : j + 1;
-    const double dl = j != SIZE_MAX ? (q - fs->x[j]) * fs->inv_h : INFINITY;
-    const double dr = r < n ? (fs->x[r] - q) * fs->inv_h : INFINITY;
+    const double dl = j != SIZE_MAX ? (q - (double)fs->x[j]) * fs->inv_h : INFINITY;
+    const double dr = r < n ? ((double)fs->x[r] - q) * fs->inv_h : INFINITY;
     const double near = fmin(dl, dr);
-    side(fs, j != SIZE_MAX ? blk->left + (j - s + 1) * vk : blk->left, dl, near, left);
-    side(fs, blk->right + (r - s) * vk, dr, near, right);
+    if (j != SIZE_MAX) {
+        inclusive(fs, blk, j, 0, left);
+        side(fs, left, dl, near);
+    } else {
+        memset(left, 0, kv * sizeof(double));
+    }
+    if (r < n) {
+        inclusive(fs, blk, r, 1, right);
+        side(fs, right, dr, near);
+    } else {
+        memset(right, 0, kv * sizeof(double));
+    }
 }
 
 size_t nw_fs_locate(const nw_fastsum *fs, double q) {
     size_t lo = 0, hi = fs->n; /* first index with x > q */
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (fs->x[mid] <= q)
+        if ((double)fs->x[mid] <= q)
             lo = mid + 1;
         else
             hi = mid;

@@ -14,7 +14,16 @@
  * for c >= 0: no cancellation, whatever |x| / h is. Moments are stored divided by k!, so T_δ is
  * the convolution with δ^m / m!. The points are cut into blocks of NW_FS_BLOCK; one forward
  * and one backward pass store the sums at the block edges (checkpoints, O(n / B) memory), then
- * blocks are independent: each recomputes its own sums from its checkpoints (threads). */
+ * blocks are independent: each recomputes its own sums from its checkpoints (threads).
+ *
+ * The vectors run in pairs (two doubles side by side: 1 and y for one y column), each pair's
+ * K moments in registers through a whole pass; an odd count is padded with a zero vector.
+ * A block stores for each point j the exclusive sums, the step without c_j:
+ * X_j = e^{-δ_j} T_{δ_j}(L_{j-1}) = sum_{i<j} c_i r^k e^{-r} / k! (r = (x_j - x_i) / h) and
+ * likewise Y_j over i > j: exactly the leave-one-out moments of j at scale 1, no translation
+ * or exponential per row. Only when j's nearest neighbour is more than NW_FS_NEAR_MAX
+ * bandwidths away (where e^{-δ} would take the row's sums towards underflow) is the row
+ * computed as before, scaled by e^{r_near}. */
 #ifndef NWATTN_NW_FASTSUM_H
 #define NWATTN_NW_FASTSUM_H
 
@@ -22,42 +31,70 @@
 
 #define NW_FS_BLOCK ((size_t)(8 * NW_UNIT_ROWS)) /* a block is whole units of rows */
 #define NW_FS_KMAX 8                             /* moments per vector, at most */
+/* Rows whose nearest neighbour is farther (in bandwidths) are rescaled by e^{r_near}: below
+ * it a row's sums are at least e^{-128} ~ 1e-56 of their rescaled size, their products
+ * (local linear's determinant) 1e-112, far from double's underflow. */
+#define NW_FS_NEAR_MAX 128.0
 
 typedef struct nw_fastsum {
-    size_t n, v, k1, blocks;
-    double *x;       /* n sorted positions (the caller fills them) */
-    double *c;       /* v·n coefficients, c[a·n + j] (the caller fills them) */
+    size_t n, v, vp, k1, blocks; /* vp: v rounded up to even */
+    size_t k;        /* moments of the current sums (k <= k1; fewer without the gradient) */
+    const float *x;  /* n sorted positions (the plan's sorted training copy) */
+    const float *y;  /* v - 1 columns y[c·n + j]: vector 0's coefficients are 1, vector 1 + c's
+                      * are y column c, the padding vector's 0 (read as floats: half the
+                      * memory traffic of double copies, the same values) */
     double inv_h;    /* 1 / h of the current sums */
     double *decay;   /* n: e^{-(x_j - x_{j-1}) / h} (decay[0] = 0) */
-    double *left_ck;  /* blocks × v·k1: L_{s-1} of block b (s its first point; 0 for b = 0) */
-    double *right_ck; /* blocks × v·k1: R_e of block b (e one past its last; 0 for the last) */
-    double *scratch;  /* 4 × v·k1: the two passes' running sums */
+    double *left_ck;  /* blocks × k·vp: L_{s-1} of block b (s its first point; 0 for b = 0) */
+    double *right_ck; /* blocks × k·vp: R_e of block b (e one past its last; 0 for the last) */
 } nw_fastsum;
+/* Sums are stored moment-major: element (moment k, vector a) at k·vp + a, scaled by 1/k!. */
 
-/* One worker's block: the inclusive sums L_j for j = s-1 .. e-1 and R_j for j = s .. e. */
+/* One worker's block: the exclusive sums X_j and Y_j for j = s .. e-1, k·vp each. */
 typedef struct nw_fs_block {
     size_t b, s, e;
-    double *left, *right; /* (NW_FS_BLOCK + 1) × v·k1 each */
+    double *left, *right; /* NW_FS_BLOCK × k1·vp each */
 } nw_fs_block;
 
 /* Bytes of nw_fs_init's memory (SIZE_MAX on overflow). */
 size_t nw_fs_bytes(size_t n, size_t v, size_t k1);
-void nw_fs_init(nw_fastsum *fs, void *mem, size_t n, size_t v, size_t k1);
+void nw_fs_init(nw_fastsum *fs, void *mem, size_t n, size_t v, size_t k1, const float *x,
+                const float *y);
 /* Doubles of one worker's block buffers. */
 size_t nw_fs_block_doubles(size_t v, size_t k1);
 void nw_fs_block_init(nw_fs_block *blk, double *mem);
 
-/* The checkpoints at bandwidth 1 / inv_h (the two passes run as two units on the team). */
-void nw_fs_prepare(nw_fastsum *fs, double inv_h, nw_workers *team, size_t threads);
-/* Recomputes block b's sums from its checkpoints. */
+/* The decays and checkpoints of k <= k1 moments at bandwidth 1 / inv_h (the pairs' forward
+ * and backward passes as units on the team). */
+void nw_fs_prepare(nw_fastsum *fs, double inv_h, size_t k, nw_workers *team, size_t threads);
+/* Recomputes block b's exclusive sums from its checkpoints. */
 void nw_fs_fill(const nw_fastsum *fs, size_t b, nw_fs_block *blk);
 
-/* The moments (v·k1 each, plain, not divided by k!) of training point j (s <= j < e of the
- * filled block) with j itself left out (its duplicates stay in). */
-void nw_fs_moments_loo(const nw_fastsum *fs, const nw_fs_block *blk, size_t j, double *left,
-                       double *right);
-/* The same at query q, where j is the last point with x_j <= q (SIZE_MAX: q < x_0), in the
- * filled block (j in [s, e), or j == SIZE_MAX with block 0). */
+/* Training point j of the filled block (s <= j < e) needs its sums rescaled: its nearest
+ * neighbour is more than NW_FS_NEAR_MAX bandwidths away on both sides. */
+static inline int nw_fs_far(const nw_fastsum *fs, size_t j) {
+    const double reach = NW_FS_NEAR_MAX / fs->inv_h;
+    return (j == 0 || (double)fs->x[j] - (double)fs->x[j - 1] > reach) &&
+           (j + 1 == fs->n || (double)fs->x[j + 1] - (double)fs->x[j] > reach);
+}
+/* The leave-one-out moments (k·vp each, scaled by 1/k!) of training point j (s <= j < e of
+ * the filled block), j itself left out (its duplicates stay in), at scale 1: the block's
+ * exclusive sums of j. */
+static inline const double *nw_fs_loo_left(const nw_fastsum *fs, const nw_fs_block *blk,
+                                           size_t j) {
+    return blk->left + (j - blk->s) * fs->k * fs->vp;
+}
+static inline const double *nw_fs_loo_right(const nw_fastsum *fs, const nw_fs_block *blk,
+                                            size_t j) {
+    return blk->right + (j - blk->s) * fs->k * fs->vp;
+}
+/* The same for a far point (nw_fs_far), into lbuf and rbuf (k·vp each), scaled by
+ * e^{r_near}. */
+void nw_fs_moments_far(const nw_fastsum *fs, const nw_fs_block *blk, size_t j, double *lbuf,
+                       double *rbuf);
+/* The same (into left and right) at query q, where j is the last point with x_j <= q
+ * (SIZE_MAX: q < x_0), in the filled block (j in [s, e), or j == SIZE_MAX with block 0),
+ * scaled by e^{r_near}. */
 void nw_fs_moments_at(const nw_fastsum *fs, const nw_fs_block *blk, size_t j, double q,
                       double *left, double *right);
 
@@ -70,9 +107,18 @@ size_t nw_fs_locate(const nw_fastsum *fs, double q);
 int nw_fs_kernel_supported(nwattn_kernel kernel);
 /* Moments per vector the model needs (with or without the h-derivative). */
 size_t nw_fs_moments_needed(const nw_model *model, int grad);
-/* The row's nw_sums from its one-sided moments; vectors: 0 the weights, 1 + c the y columns. */
-void nw_fs_row_sums(const nw_model *model, size_t k1, const double *left, const double *right,
+/* The row's nw_sums from its one-sided moments (vp vectors, the engine's layout); vectors: 0
+ * the weights, 1 + c the y columns. Assigns every entry it sets (no zeroing needed between
+ * rows). */
+void nw_fs_row_sums(const nw_model *model, size_t vp, const double *left, const double *right,
                     nw_sums *s);
+
+/* The leave-one-out CV rows of the filled block added to partial (3 + d per unit of
+ * NW_UNIT_ROWS rows, as cv.c's rows; zeroed by the caller): y the sorted targets (column c at
+ * c·n), wk the worker's row scratch, lbuf and rbuf k1·vp doubles each. */
+void nw_fs_cv_rows(const nw_model *model, const nw_fastsum *fs, const nw_fs_block *blk,
+                   int want_grad, const float *y, nw_worker *wk, double *lbuf, double *rbuf,
+                   double *partial);
 
 /* ---- The Gaussian (fastsum_gauss.c): a 1-D fast Gauss transform with a stated bound ------ */
 #define NW_FG_AMAX 4 /* powers of u summed: local linear's u^2 times the derivative's u^2 */
@@ -120,7 +166,8 @@ void nw_fg_row_sums(const nw_model *model, size_t amax, const double *mom, nw_su
 /* The plan's fast-sum part: the engine over the vectors (1, y_1 .. y_dv) and each worker's
  * block and row moments. */
 struct nw_fs_plan {
-    nw_fastsum fs;     /* Laplace family; for the Gaussian only its x and c */
+    nw_fastsum fs;     /* Laplace family; for the Gaussian only its x */
+    double *gx, *gc;   /* the Gaussian's double copies of x and the coefficients (v·n) */
     int gauss;         /* the Gaussian: g below */
     nw_fs_gauss g;
     double eps;        /* the Gaussian's relative error bound */

@@ -11,15 +11,17 @@ static size_t align8(size_t bytes) { return (bytes + 7) / 8 * 8; }
 
 /* Doubles of a worker's row moments: both sides (Laplace family) or one array (Gaussian). */
 static size_t row_doubles(size_t v, size_t k1) {
-    return v * (2 * k1 > NW_FG_AMAX + 1 ? 2 * k1 : NW_FG_AMAX + 1) + NW_FG_LOCAL_DOUBLES(v);
+    const size_t vp = (v + 1) / 2 * 2;
+    return vp * (2 * k1 > NW_FG_AMAX + 1 ? 2 * k1 : NW_FG_AMAX + 1) + NW_FG_LOCAL_DOUBLES(v);
 }
 
 size_t nw_fs_plan_bytes(const nw_model *model, size_t n, size_t threads) {
     const size_t v = 1 + model->dv, k1 = nw_fs_moments_needed(model, 1);
     size_t engine = nw_fs_bytes(n, v, k1), per_worker, total;
     if (engine != SIZE_MAX && model->kernel == NWATTN_KERNEL_GAUSSIAN) {
-        size_t g = nw_fg_bytes(n, v);
-        if (g == SIZE_MAX || !nw_add(engine, g, &engine))
+        size_t g = nw_fg_bytes(n, v), copies;
+        if (g == SIZE_MAX || !nw_add(engine, g, &engine) || !nw_mul(v + 1, n, &copies) ||
+            !nw_mul(copies, sizeof(double), &copies) || !nw_add(engine, copies, &engine))
             engine = SIZE_MAX;
     }
     if (engine == SIZE_MAX || !nw_mul(1, row_doubles(v, k1), &per_worker) ||
@@ -35,23 +37,27 @@ void nw_fs_plan_init(nw_plan *plan, void *mem, double eps) {
     const size_t n = plan->n, v = 1 + model->dv, k1 = nw_fs_moments_needed(model, 1);
     struct nw_fs_plan *fp = mem;
     char *p = (char *)mem + align8(sizeof *fp);
-    nw_fs_init(&fp->fs, p, n, v, k1);
+    nw_fs_init(&fp->fs, p, n, v, k1, plan->train.x, plan->train.y);
     p += nw_fs_bytes(n, v, k1);
     fp->gauss = model->kernel == NWATTN_KERNEL_GAUSSIAN;
     fp->eps = eps;
+    fp->gx = fp->gc = NULL;
     if (fp->gauss) {
-        nw_fg_init(&fp->g, p, n, v, fp->fs.x, fp->fs.c);
+        fp->gx = (double *)(void *)p;
+        fp->gc = fp->gx + n;
+        p += (v + 1) * n * sizeof(double);
+        for (size_t j = 0; j < n; j++) {
+            fp->gx[j] = (double)plan->train.x[j];
+            fp->gc[j] = 1.0;
+        }
+        for (size_t c = 0; c < model->dv; c++)
+            for (size_t j = 0; j < n; j++)
+                fp->gc[(1 + c) * n + j] = (double)plan->train.y[c * n + j];
+        nw_fg_init(&fp->g, p, n, v, fp->gx, fp->gc);
         p += nw_fg_bytes(n, v);
     }
     fp->worker_mem = (double *)(void *)p;
     fp->worker_doubles = nw_fs_block_doubles(v, k1) + row_doubles(v, k1);
-    for (size_t j = 0; j < n; j++) {
-        fp->fs.x[j] = (double)plan->train.x[j];
-        fp->fs.c[j] = 1.0;
-    }
-    for (size_t c = 0; c < model->dv; c++)
-        for (size_t j = 0; j < n; j++)
-            fp->fs.c[(1 + c) * n + j] = (double)plan->train.y[c * n + j];
     plan->fastsum = fp;
 }
 
@@ -62,7 +68,7 @@ static void worker_scratch(const nw_plan *plan, size_t worker, nw_fs_block *blk,
     double *mem = fp->worker_mem + worker * fp->worker_doubles;
     nw_fs_block_init(blk, mem);
     *left = mem + nw_fs_block_doubles(fp->fs.v, fp->fs.k1);
-    *right = *left + fp->fs.v * fp->fs.k1;
+    *right = *left + fp->fs.vp * fp->fs.k1;
 }
 
 typedef struct cv_job {
@@ -77,23 +83,14 @@ static void cv_block(void *arg, size_t b, size_t worker) {
     const nw_model *model = &plan->model;
     const nw_fastsum *fs = &plan->fastsum->fs;
     nw_worker *wk = &plan->workers[worker];
-    const size_t n = plan->n, d = model->d;
+    const size_t d = model->d;
     nw_fs_block blk;
     double *left, *right;
     worker_scratch(plan, worker, &blk, &left, &right);
     nw_fs_fill(fs, b, &blk);
     for (size_t u = blk.s / NW_UNIT_ROWS; u < nw_units(blk.e); u++)
         memset(plan->partial + u * (3 + d), 0, (3 + d) * sizeof(double));
-    for (size_t j = blk.s; j < blk.e; j++) {
-        nw_sums s;
-        nw_sums_init(&s, wk->sums_mem, model, job->want_grad);
-        nw_fs_moments_loo(fs, &blk, j, left, right);
-        nw_fs_row_sums(model, fs->k1, left, right, &s);
-        unsigned flags = nw_finish_row(model, &s, 1, wk->work, wk->yhat,
-                                       job->want_grad ? wk->dyhat : NULL, NULL);
-        nw_cv_add_row(model, flags, wk->yhat, wk->dyhat, plan->train.y + j, n, job->want_grad, 1.0,
-                      plan->partial + j / NW_UNIT_ROWS * (3 + d));
-    }
+    nw_fs_cv_rows(model, fs, &blk, job->want_grad, plan->train.y, wk, left, right, plan->partial);
 }
 
 /* The Gaussian: job->rows leave-one-out rows (whole units). Consecutive rows of one dense
@@ -152,7 +149,10 @@ void nw_fs_cv_units(nw_plan *plan, int want_grad) {
                         &job);
         return;
     }
-    nw_fs_prepare(fs, plan->inv_h[0], plan->team, plan->threads);
+    /* without the gradient fewer moments: the same values (the lower moments never read the
+     * higher ones) */
+    nw_fs_prepare(fs, plan->inv_h[0], nw_fs_moments_needed(&plan->model, want_grad), plan->team,
+                  plan->threads);
     cv_job job = {plan, want_grad, NW_FS_BLOCK};
     nw_parallel_for(plan->team, plan->threads, fs->blocks, cv_block, &job);
 }
@@ -177,7 +177,7 @@ typedef struct predict_job {
 
 /* The count of points <= q, from next, the count for an earlier (smaller) query. */
 static size_t advance(const nw_fastsum *fs, size_t next, double q) {
-    while (next < fs->n && fs->x[next] <= q)
+    while (next < fs->n && (double)fs->x[next] <= q)
         next++;
     return next;
 }
@@ -214,7 +214,7 @@ static void predict_block(void *arg, size_t b, size_t worker) {
         nw_sums s;
         nw_sums_init(&s, wk->sums_mem, model, 0);
         nw_fs_moments_at(fs, &blk, next - 1, q, left, right); /* next 0: SIZE_MAX */
-        nw_fs_row_sums(model, fs->k1, left, right, &s);
+        nw_fs_row_sums(model, fs->vp, left, right, &s);
         job->flagged[b] += (size_t)store_row(job, wk, i, &s);
     }
 }
@@ -272,12 +272,13 @@ size_t nw_fs_predict(nw_plan *plan, size_t m, const float *xq, size_t ldq, float
             total += tmp[u];
         return total;
     }
-    nw_fs_prepare(fs, plan->inv_h[0], plan->team, plan->threads);
+    nw_fs_prepare(fs, plan->inv_h[0], nw_fs_moments_needed(&plan->model, 0), plan->team,
+                  plan->threads);
     /* block b >= 1 takes the queries with x_{bB} <= q < x_{(b+1)B} (j = last x_j <= q) */
     start[0] = 0;
     start[blocks] = m;
     for (size_t b = 1; b < blocks; b++) {
-        const double edge = fs->x[b * NW_FS_BLOCK];
+        const double edge = (double)fs->x[b * NW_FS_BLOCK];
         size_t lo = start[b - 1], hi = m; /* first sorted query >= edge */
         while (lo < hi) {
             const size_t mid = lo + (hi - lo) / 2;

@@ -39,11 +39,12 @@ static void local_constant(const nw_model *model, const nw_sums *s, double *yhat
     const size_t p = model->p, dv = model->dv, d = model->d;
     const double D = s->m[0];
     for (size_t c = 0; c < dv; c++)
-        yhat[c] = s->b[c * p] / D;
+        yhat[c] = nw_lc_yhat(s->b[c * p], D);
     if (dyhat != NULL && s->dm != NULL)
         for (size_t k = 0; k < d; k++)
             for (size_t c = 0; c < dv; c++)
-                dyhat[k * dv + c] = (s->db[k * p * dv + c * p] - yhat[c] * s->dm[k * p * p]) / D;
+                dyhat[k * dv + c] =
+                    nw_lc_dyhat(s->db[k * p * dv + c * p], yhat[c], s->dm[k * p * p], D);
     if (coef != NULL) {
         coef[0] = 1.0 / D;
         for (size_t a = 1; a < p; a++)
@@ -78,30 +79,15 @@ static int solve_2x2(const nw_model *model, const double *f, double *rhs, size_t
     (void)model;
     for (size_t c = 0; c < nrhs; c++) {
         double r0 = rhs[2 * c], r1 = rhs[2 * c + 1];
-        rhs[2 * c] = (f[2] * r0 - f[1] * r1) / f[3];
-        rhs[2 * c + 1] = (f[0] * r1 - f[1] * r0) / f[3];
+        rhs[2 * c] = nw_solve_2x2_0(f, r0, r1);
+        rhs[2 * c + 1] = nw_solve_2x2_1(f, r0, r1);
     }
     return 0;
 }
 
-/* Returns 0 when M is well enough conditioned (factor filled), 1 when singular. The test is
- * taken on the equilibrated matrix D M D, D = diag(M)^(-1/2) = [1 r; r 1] with
- * r = b / sqrt(ac): its 1-norm reciprocal condition number is (1 - r^2) / (1 + |r|)^2. In the
- * coordinates divided by h, M itself has rcond ~ (spread / h)^2 and would fail for every large
- * h, although the fit tends to the well-posed global least-squares line there. */
+/* Returns 0 when M is well enough conditioned (factor filled), 1 when singular (nw.h). */
 static int factor_2x2(const double *m, double *factor) {
-    const double a = m[0], b = m[2], c = m[3];
-    const double det = a * c - b * b;
-    if (!(a > 0.0) || !(c > 0.0) || !(det > 0.0))
-        return 1;
-    const double r = fabs(b) / sqrt(a * c);
-    if (!(det / (a * c) >= NW_LL_RCOND_MIN * (1.0 + r) * (1.0 + r)))
-        return 1;
-    factor[0] = a;
-    factor[1] = b;
-    factor[2] = c;
-    factor[3] = det;
-    return 0;
+    return nw_factor_2x2(m[0], m[2], m[3], factor);
 }
 
 /* ---- LAPACKE (any p): column-major, so that no LAPACKE call allocates -------------------- */
@@ -163,6 +149,8 @@ unsigned nw_finish_row(const nw_model *model, const nw_sums *s, int closed_form,
         local_constant(model, s, yhat, dyhat, coef);
         return 0;
     }
+    if (closed_form && p == 2 && dv == 1 && model->d == 1 && coef == NULL)
+        return nw_finish_one(1, s->m, s->b, dyhat != NULL ? s->dm : NULL, s->db, yhat, dyhat);
     double *factor = work, *beta = factor + p * p + p, *rhs = beta + p * dv,
            *scratch = rhs + p * dv;
     const int two = closed_form && p == 2;
@@ -195,23 +183,6 @@ void nw_finish_solve(const nw_model *model, int closed_form, const double *work,
 }
 
 /* ---- Leave-one-out rows -------------------------------------------------------------------- */
-void nw_cv_add_row(const nw_model *model, unsigned flags, const double *yhat, const double *dyhat,
-                   const float *target, size_t stride, int want_grad, double w, double *out) {
-    const size_t d = model->d, dv = model->dv;
-    if (flags != 0)
-        out[1] += 1.0;
-    if (flags & NWATTN_ROW_EMPTY) {
-        out[2] += 1.0;
-        return;
-    }
-    for (size_t c = 0; c < dv; c++) {
-        const double r = yhat[c] - (double)target[c * stride];
-        out[0] += w * r * r;
-        if (want_grad)
-            for (size_t k = 0; k < d; k++)
-                out[3 + k] += w * 2.0 * r * dyhat[k * dv + c];
-    }
-}
 
 void nw_cv_result(const nw_model *model, double count, const double *h, const double *total,
                   int want_grad, double *cv, double *grad) {

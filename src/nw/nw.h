@@ -71,6 +71,75 @@ size_t nw_finish_work_doubles(const nw_model *model);
 unsigned nw_finish_row(const nw_model *model, const nw_sums *s, int closed_form, double *work,
                        double *yhat, double *dyhat, double *coef);
 
+/* ---- The closed forms for d == 1, inline ---------------------------------------------------
+ * nw_finish_row's arithmetic for 1-D rows (it calls these itself), inline for the callers that
+ * finish millions of rows per evaluation (the fast sums' CV): one implementation. */
+/* The local constant estimate b / D and its derivative (db - yhat dm) / D. */
+static inline double nw_lc_yhat(double b, double D) { return b / D; }
+static inline double nw_lc_dyhat(double db, double yhat, double dm, double D) {
+    return (db - yhat * dm) / D;
+}
+
+/* factor = (a, b, c, det) of M = [a b; b c] unless M is singular (returns 1). The test is
+ * taken on the equilibrated matrix D M D, D = diag(M)^(-1/2) = [1 r; r 1] with
+ * r = |b| / sqrt(ac): its 1-norm reciprocal condition number is (1 - r^2) / (1 + r)^2 =
+ * (1 - r) / (1 + r), at least NW_LL_RCOND_MIN exactly when r <= (1 - R) / (1 + R), i.e.
+ * b^2 <= ac ((1 - R) / (1 + R))^2: no square root or division (a row's longest latencies),
+ * and no cancellation. In the coordinates divided by h, M itself has rcond ~ (spread / h)^2
+ * and would fail for every large h, although the fit tends to the well-posed global
+ * least-squares line there. */
+static inline int nw_factor_2x2(double a, double b, double c, double *factor) {
+    const double q = (1.0 - NW_LL_RCOND_MIN) / (1.0 + NW_LL_RCOND_MIN);
+    const double ac = a * c, bb = b * b, det = ac - bb;
+    if (!(a > 0.0) || !(c > 0.0) || !(det > 0.0) || !(bb <= ac * (q * q)))
+        return 1;
+    factor[0] = a;
+    factor[1] = b;
+    factor[2] = c;
+    factor[3] = det;
+    return 0;
+}
+
+/* The first and second components of M^-1 (r0, r1) from nw_factor_2x2's factor. */
+static inline double nw_solve_2x2_0(const double *f, double r0, double r1) {
+    return (f[2] * r0 - f[1] * r1) / f[3];
+}
+static inline double nw_solve_2x2_1(const double *f, double r0, double r1) {
+    return (f[0] * r1 - f[1] * r0) / f[3];
+}
+
+/* nw_finish_row for d == 1, one y column and no coefficients (closed form): m, b, dm, db as in
+ * nw_sums (p = 2: m[0], m[2], m[3] and b[0], b[1]; p = 1: m[0], b[0]); dm NULL without the
+ * gradient. Returns its flags; *yhat and *dyhat as it writes them. */
+static inline unsigned nw_finish_one(int ll, const double *m, const double *b, const double *dm,
+                                     const double *db, double *yhat, double *dyhat) {
+    if (!(m[0] > 0.0))
+        return NWATTN_ROW_EMPTY;
+    unsigned flags = 0;
+    if (ll) {
+        double f[4];
+        if (!nw_factor_2x2(m[0], m[2], m[3], f)) {
+            const double beta0 = nw_solve_2x2_0(f, b[0], b[1]);
+            const double beta1 = nw_solve_2x2_1(f, b[0], b[1]);
+            *yhat = beta0;
+            if (dm != NULL) { /* M^-1 (db - dm beta), first component */
+                double r0 = db[0], r1 = db[1];
+                r0 -= dm[0] * beta0;
+                r0 -= dm[2] * beta1;
+                r1 -= dm[2] * beta0;
+                r1 -= dm[3] * beta1;
+                *dyhat = nw_solve_2x2_0(f, r0, r1);
+            }
+            return 0;
+        }
+        flags = NWATTN_ROW_SINGULAR;
+    }
+    *yhat = nw_lc_yhat(b[0], m[0]);
+    if (dm != NULL)
+        *dyhat = nw_lc_dyhat(db[0], *yhat, dm[0], m[0]);
+    return flags;
+}
+
 /* After nw_finish_row returned 0 for a local linear row (closed_form as given to it), solves
  * M x = rhs (p×nrhs, column-major) in place with the factor it left in work. */
 void nw_finish_solve(const nw_model *model, int closed_form, const double *work, double *rhs,
@@ -242,8 +311,24 @@ size_t nw_cv_evaluate(nw_plan *plan, const double *h, double *cv, double *grad);
 /* Adds one leave-one-out row (its finish flags, yhat, dyhat and target column, stride apart)
  * to a unit's results out (3 + d: squared errors, flagged, empty, gradient per log h_k), its
  * squared errors and gradient terms times the row's observation weight w (1: unweighted). */
-void nw_cv_add_row(const nw_model *model, unsigned flags, const double *yhat, const double *dyhat,
-                   const float *target, size_t stride, int want_grad, double w, double *out);
+static inline void nw_cv_add_row(const nw_model *model, unsigned flags, const double *yhat,
+                                 const double *dyhat, const float *target, size_t stride,
+                                 int want_grad, double w, double *out) {
+    const size_t d = model->d, dv = model->dv;
+    if (flags != 0)
+        out[1] += 1.0;
+    if (flags & NWATTN_ROW_EMPTY) {
+        out[2] += 1.0;
+        return;
+    }
+    for (size_t c = 0; c < dv; c++) {
+        const double r = yhat[c] - (double)target[c * stride];
+        out[0] += w * r * r;
+        if (want_grad)
+            for (size_t k = 0; k < d; k++)
+                out[3 + k] += w * 2.0 * r * dyhat[k * dv + c];
+    }
+}
 
 /* Makes the plan's CV the weighted one, sum_i w_i |y_i - yhat_-i(x_i)|^2 / sum w, one unit of
  * weight min(1, w_i) left out (nwattn_nw_summary's): obs (n floats >= 0, sum > 0). Reference
