@@ -330,6 +330,18 @@ NW_MAP_INLINE nw_vf nw_exp(nw_vf x) {
     return nw_exp_nan(x, nw_scale2(p, n));
 }
 
+/* The softmax terms' tail, either base: 2^n (n + 127 in the low bits of kf) times the degree-5
+ * polynomial 1 + r (c4 + r (c3 + r (c2 + r (c1 + r c0)))), by Horner's rule. */
+NW_MAP_INLINE nw_vf nw_term_scaled(nw_vf r, nw_vf kf, float c0, float c1, float c2, float c3,
+                                   float c4) {
+    nw_vf p = nw_fmadd(nw_set1(c0), r, nw_set1(c1));
+    p = nw_fmadd(p, r, nw_set1(c2));
+    p = nw_fmadd(p, r, nw_set1(c3));
+    p = nw_fmadd(p, r, nw_set1(c4));
+    p = nw_fmadd(p, r, nw_set1(1.0f));
+    return nw_mul(p, nw_pow2_bits(kf));
+}
+
 /* A softmax term exp(x) for x <= 0 (a score minus a shift at least as large; a little above 0
  * from rounding is fine): vexp_constants.h's term exponential, 12 operations against the 21
  * of nw_exp. Over all floats in [-86, 0]: at most 1.95 ulp (AVX2, measured exhaustively);
@@ -341,12 +353,7 @@ NW_MAP_INLINE nw_vf nw_exp_term(nw_vf x) {
     const nw_vf kf = nw_fmadd(xc, nw_set1(NW_VEXP_LOG2E), magic);
     const nw_vf n = nw_sub(kf, magic);
     const nw_vf r = nw_fnmadd(n, nw_set1(NW_VEXP_C2), nw_fnmadd(n, nw_set1(NW_VEXP_C1), xc));
-    nw_vf p = nw_fmadd(nw_set1(NW_VEXP_T0), r, nw_set1(NW_VEXP_T1));
-    p = nw_fmadd(p, r, nw_set1(NW_VEXP_T2));
-    p = nw_fmadd(p, r, nw_set1(NW_VEXP_T3));
-    p = nw_fmadd(p, r, nw_set1(NW_VEXP_T4));
-    p = nw_fmadd(p, r, nw_set1(1.0f));
-    return nw_mul(p, nw_pow2_bits(kf));
+    return nw_term_scaled(r, kf, NW_VEXP_T0, NW_VEXP_T1, NW_VEXP_T2, NW_VEXP_T3, NW_VEXP_T4);
 }
 
 /* The softmax term 2^x for x <= 0 in base 2 (a score formed in units of log2 e): x - round(x)
@@ -359,12 +366,8 @@ NW_MAP_INLINE nw_vf nw_exp2_term(nw_vf x) {
     const nw_vf xc = nw_max(nw_set1(NW_VEXP2_TERM_LO), x); /* max(lo, NaN) is NaN */
     const nw_vf kf = nw_add(xc, magic);
     const nw_vf r = nw_sub(xc, nw_sub(kf, magic));
-    nw_vf p = nw_fmadd(nw_set1(NW_VEXP2_B0), r, nw_set1(NW_VEXP2_B1));
-    p = nw_fmadd(p, r, nw_set1(NW_VEXP2_B2));
-    p = nw_fmadd(p, r, nw_set1(NW_VEXP2_B3));
-    p = nw_fmadd(p, r, nw_set1(NW_VEXP2_B4));
-    p = nw_fmadd(p, r, nw_set1(1.0f));
-    return nw_mul(p, nw_pow2_bits(kf));
+    return nw_term_scaled(r, kf, NW_VEXP2_B0, NW_VEXP2_B1, NW_VEXP2_B2, NW_VEXP2_B3,
+                          NW_VEXP2_B4);
 }
 
 /* nw_exp_term with exactly 0 below NW_VEXP_TERM_LO (masked keys, -INFINITY, give 0): for tiles
