@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "nwattn.h"
+#include "test_env.h"
 
 /* ---- Random numbers (splitmix64) -------------------------------------------------------- */
 typedef struct at_rng {

@@ -20,6 +20,7 @@
 #include "nwattn.h"
 #define OR_CORE_ONLY
 #include "oracle.h"
+#include "test_env.h"
 
 #define NT_ASSERT_OK(ctx, expr)                                                                    \
     do {                                                                                           \
@@ -39,13 +40,6 @@
             fail_msg("%s: message \"%s\" does not name %s", #expr, nwattn_context_last_error(ctx), \
                      nwattn_status_name(want));                                                    \
     } while (0)
-
-/* NWATTN_TEST_SMALL (set by CI's valgrind stage): smaller data and grids, through the same
- * code, so that memcheck's ~50x slowdown stays affordable. The checks are the same. */
-static inline int nt_small_shapes(void) {
-    const char *v = getenv("NWATTN_TEST_SMALL");
-    return v != NULL && v[0] != '\0' && strcmp(v, "0") != 0;
-}
 
 /* |got - want| <= atol + rtol |want|, with a message naming the entry. */
 static inline void nt_close(const char *what, size_t index, double got, double want, double atol,

@@ -321,9 +321,10 @@ static int f2_run(const f2_case *cs, nwattn_backend backend) {
     return 1;
 }
 
-/* Runs the case under every backend and at d = 1, 2, 128. */
+/* Runs the case under every backend and at d = 1, 2, 128 (NWATTN_TEST_SMALL: 1, 2, 33, still
+ * past every vector width with a tail). */
 static int f2_all(nwattn_score_kind kind, double size, int per_row, size_t item_len) {
-    static const size_t dims[] = {1, 2, 128};
+    const size_t dims[] = {1, 2, test_small_shapes() ? 33 : 128};
     int bad = 0;
     for (size_t e = 0; e < COUNT(dims); e++)
         for (size_t b = 0; b < COUNT(all_backends); b++) {

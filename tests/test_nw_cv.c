@@ -246,7 +246,7 @@ static void test_fast_matches_reference_large(void **state) {
                    *ref = nt_context(NWATTN_BACKEND_REFERENCE);
     nwattn_rng rng;
     nwattn_rng_seed(&rng, 8);
-    const size_t n = nt_small_shapes() ? 400 : 1500; /* 400: still 13 units of 32 rows */
+    const size_t n = test_small_shapes() ? 400 : 1500; /* 400: still 13 units of 32 rows */
     float *x = nt_alloc(n * sizeof(float)), *y = nt_alloc(n * sizeof(float));
     NT_ASSERT_OK(fast, nwattn_dataset_generate(fast, NWATTN_DATASET_SINE, &rng, n, x, y));
     const float hs[4] = {0.01f, 0.05f, 0.4f, 6.0f};
@@ -278,7 +278,7 @@ static void test_threads_same_results(void **state) {
     (void)state;
     nwattn_rng rng;
     nwattn_rng_seed(&rng, 9);
-    const size_t n = nt_small_shapes() ? 120 : 300, m = nt_small_shapes() ? 50 : 133;
+    const size_t n = test_small_shapes() ? 120 : 300, m = test_small_shapes() ? 50 : 133;
     float *x = nt_matrix(&rng, n, 2, 2, 0, 5), *y = nt_matrix(&rng, n, 1, 1, -1, 1);
     float *xq = nt_matrix(&rng, m, 2, 2, 0, 5);
     float *a = nt_alloc(m * sizeof(float)), *b = nt_alloc(m * sizeof(float));

@@ -98,12 +98,13 @@ static void check_cv(int shape, size_t n, size_t dv, const float *grid, size_t n
 static void test_cv_random(void **state) {
     (void)state;
     const float grid[] = {0.01f, 0.1f, 0.4f, 2.0f};
+    const size_t half = test_small_shapes() ? 2 : 1; /* memcheck: n / 2, still > 256 */
     check_cv(0, 3, 1, grid, 4, 1e-9);   /* the smallest n CV allows */
     check_cv(0, 50, 2, grid, 4, 1e-9);
-    check_cv(0, 600, 1, grid, 4, 1e-9); /* several blocks of 256 */
-    check_cv(1, 400, 1, grid, 4, 1e-8); /* clusters: gaps of 5 between clumps of 1e-3 */
-    check_cv(2, 300, 1, grid, 4, 1e-9); /* ties */
-    check_cv(5, 700, 1, grid, 4, 1e-8); /* signs, zeros of both signs, 3 radix digits */
+    check_cv(0, 600 / half, 1, grid, 4, 1e-9); /* several blocks of 256 */
+    check_cv(1, 400 / half, 1, grid, 4, 1e-8); /* clusters: gaps of 5 between clumps of 1e-3 */
+    check_cv(2, 300 / half, 1, grid, 4, 1e-9); /* ties */
+    check_cv(5, 700 / half, 1, grid, 4, 1e-8); /* signs, zeros of both signs, 3 radix digits */
 }
 
 /* The sort of the training copy (once per call, shared by every evaluation of a selection):
@@ -378,7 +379,7 @@ static void test_fitted_same_bits(void **state) {
     (void)state;
     nwattn_rng rng;
     nwattn_rng_seed(&rng, 23);
-    const size_t n = nt_small_shapes() ? 300 : 700; /* 300: still two blocks of 256 */
+    const size_t n = test_small_shapes() ? 300 : 700; /* 300: still two blocks of 256 */
     const float h = 0.1f;
     float *x = nt_alloc(n * sizeof(float)), *y = nt_alloc(n * sizeof(float));
     float *xr = nt_alloc(n * sizeof(float)), *fit = nt_alloc(n * sizeof(float));

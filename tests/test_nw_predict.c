@@ -298,7 +298,7 @@ static void test_fast_matches_reference_large(void **state) {
                    *ref = nt_context(NWATTN_BACKEND_REFERENCE);
     nwattn_rng rng;
     nwattn_rng_seed(&rng, 15);
-    const size_t n = 3000, m = 700;
+    const size_t n = test_small_shapes() ? 1500 : 3000, m = test_small_shapes() ? 350 : 700;
     float *x = nt_alloc(n * sizeof(float)), *y = nt_alloc(n * sizeof(float));
     NT_ASSERT_OK(fast, nwattn_dataset_generate(fast, NWATTN_DATASET_SINE, &rng, n, x, y));
     float *xq = nt_matrix(&rng, m, 1, 1, -0.5, 10.5);

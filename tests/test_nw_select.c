@@ -28,11 +28,11 @@ static void test_one_dimension_optimal(void **state) {
                    *ref = nt_context(NWATTN_BACKEND_REFERENCE);
     nwattn_rng rng;
     nwattn_rng_seed(&rng, 21);
-    const size_t n = nt_small_shapes() ? 120 : 150;
+    const size_t n = test_small_shapes() ? 120 : 150;
     float x[150], y[150];
     NT_ASSERT_OK(fast, nwattn_dataset_generate(fast, NWATTN_DATASET_SINE, &rng, n, x, y));
     enum { DENSE_MAX = 301 };
-    const size_t DENSE = nt_small_shapes() ? 61 : DENSE_MAX;
+    const size_t DENSE = test_small_shapes() ? 61 : DENSE_MAX;
     float dense[DENSE_MAX];
     double dense_cv[DENSE_MAX];
     for (size_t k = 0; k < 5; k++)
@@ -121,7 +121,7 @@ static void test_per_dimension(void **state) {
     (void)state;
     nwattn_rng rng;
     nwattn_rng_seed(&rng, 23);
-    const size_t n = 300;
+    const size_t n = test_small_shapes() ? 200 : 300;
     float *x = nt_matrix(&rng, n, 2, 3, 0, 3), *y = nt_alloc(n * sizeof(float));
     for (size_t j = 0; j < n; j++)
         y[j] = (float)(sin(3.0 * x[j * 3]) + 0.05 * x[j * 3 + 1] + 0.1 * nwattn_rng_normal(&rng));
@@ -218,7 +218,8 @@ static void test_compact_admissible(void **state) {
 static void test_consistency(void **state) {
     (void)state;
     nwattn_context *ctx = nt_context(NWATTN_BACKEND_AUTO);
-    const size_t sizes[3] = {50, 400, nt_small_shapes() ? 1600 : 3200};
+    const int small = test_small_shapes();
+    const size_t sizes[3] = {50, small ? 200 : 400, small ? 800 : 3200};
     double mse_cv[3], mse_fixed[3];
     float xt[50], ft[50], pred[50];
     for (int i = 0; i < 50; i++)

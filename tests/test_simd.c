@@ -125,8 +125,7 @@ static void test_exp_ulp(void **state) {
     (void)state;
     const nw_simd *t[MAX_TABLES];
     size_t count = tables(t);
-    const char *exhaustive = getenv("NWATTN_TEST_EXHAUSTIVE");
-    const uint64_t step = exhaustive && *exhaustive && *exhaustive != '0' ? 1 : 1021;
+    const uint64_t step = test_env_flag("NWATTN_TEST_EXHAUSTIVE") ? 1 : 1021;
     for (size_t i = 0; i < count; i++) {
         sweep sw = sweep_exp(t[i], step);
         printf("exp %s: %zu inputs, worst %.3f ulp at x = %.9g\n", t[i]->name, sw.count,
@@ -346,8 +345,7 @@ static void test_exp_term_ulp(void **state) {
     (void)state;
     const nw_simd *t[MAX_TABLES];
     size_t count = tables(t);
-    const char *exhaustive = getenv("NWATTN_TEST_EXHAUSTIVE");
-    const uint32_t step = exhaustive && strcmp(exhaustive, "1") == 0 ? 1u : 9973u;
+    const uint32_t step = test_env_flag("NWATTN_TEST_EXHAUSTIVE") ? 1u : 9973u;
     const uint32_t last = to_bits(-124.0f); /* -0 .. -124: 0x80000000 up to this */
     const float inv_h = 0x1.62e43p-1f;
     assert_true(inv_h * 1.44269504088896341f == 1.0f);

@@ -167,10 +167,7 @@ int tu_mat_bits_equal(const tu_mat *a, const tu_mat *b) {
 }
 
 /* ---- Comparison -------------------------------------------------------------------------- */
-static int tu_verbose(void) {
-    const char *v = getenv("NWATTN_TEST_VERBOSE");
-    return v != NULL && *v != '\0' && strcmp(v, "0") != 0;
-}
+static int tu_verbose(void) { return test_env_flag("NWATTN_TEST_VERBOSE"); }
 
 int tu_allclose_tol(const char *what, const tu_mat *got, const tu_mat *want, const tu_mat *tol,
                     double atol, double rtol) {

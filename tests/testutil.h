@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include "nwattn.h"
+#include "test_env.h"
 
 /* Unit roundoff of float32: every tolerance below is a multiple of it. */
 #define TU_U 0x1p-24
