@@ -26,12 +26,13 @@ NWATTN_CI_JOBS=${NWATTN_CI_JOBS:-2}
 robust_log() { printf '\n=== %s: %s\n' "${FUNCNAME[1]}" "$*"; }
 
 # A clean configure + build of one stage's tree; extra arguments go to the configure step.
+# $ROBUST_TARGET, when set, names the one target to build (and what it needs).
 robust_build() {
     local dir=$1
     shift
     rm -rf "$dir"
     cmake -S "$NWATTN_CI_ROOT" -B "$dir" -DNWATTN_WERROR=ON "$@" >/dev/null
-    cmake --build "$dir" -j "$NWATTN_CI_JOBS"
+    cmake --build "$dir" -j "$NWATTN_CI_JOBS" ${ROBUST_TARGET:+--target "$ROBUST_TARGET"}
 }
 
 robust_deps() {
@@ -65,32 +66,47 @@ robust_valgrind() {
     robust_build "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DNWATTN_BUILD_BENCHMARKS=OFF \
         -DNWATTN_TEST_TIMEOUT_SCALE=10 \
         -DMEMORYCHECK_COMMAND="$(command -v valgrind)" -DMEMORYCHECK_COMMAND_OPTIONS="$options"
-    # One BLAS thread keeps valgrind's serialised threads fast; the stress test runs fewer rounds,
-    # and NWATTN_TEST_SMALL gives test_nw_select smaller data and grids through the same code
-    # (it was 550 of this stage's 700 s). The Python tests run below, with their own options.
-    local t0=$SECONDS
-    OPENBLAS_NUM_THREADS=1 NWATTN_STRESS_ROUNDS=2 NWATTN_TEST_SMALL=1 \
-        ctest --test-dir "$dir" -T memcheck -L 'unit|robust|example' -LE python \
-              --output-on-failure -j "$NWATTN_CI_JOBS"
-    echo "valgrind: C tests and examples in $((SECONDS - t0)) s"
-    # The Python binding's tests in the interpreter under memcheck, on this build's library.
-    # Every error counts; leaks only definite ones, and the interpreter's own (blocks that
-    # python3 itself allocates and keeps until exit) are suppressed by valgrind's python3.supp
-    # and .ci/valgrind-python.supp, so that a block libnwattn allocates and loses still fails.
-    # PYTHONMALLOC=malloc: pymalloc's arenas would hide the binding's objects from memcheck.
-    t0=$SECONDS
+    # The Python binding's tests in the interpreter under memcheck, on this build's library,
+    # in the background while the C tests run (ctest's last tests leave a core idle), their
+    # output kept for after. Every error counts; leaks only definite ones, and the
+    # interpreter's own (blocks that python3 itself allocates and keeps until exit) are
+    # suppressed by valgrind's python3.supp and .ci/valgrind-python.supp, so that a block
+    # libnwattn allocates and loses still fails. PYTHONMALLOC=malloc: pymalloc's arenas would
+    # hide the binding's objects from memcheck. Without torch (minutes to import under
+    # memcheck) and scipy (its Boost ufuncs fail to initialise under valgrind, and
+    # scikit-learn and statsmodels need it): conftest.py.
     local python_supp=(--suppressions=/usr/lib/valgrind/python3.supp
                        "--suppressions=$NWATTN_CI_ROOT/.ci/valgrind-python.supp")
     [[ -f /usr/lib/valgrind/python3.supp ]] || python_supp=("${python_supp[@]:1}")
+    local python_log python_pid t0=$SECONDS
+    python_log=$(mktemp)
     # shellcheck disable=SC2086  # $supp is one option
-    # Without torch (minutes to import under memcheck) and scipy (its Boost ufuncs fail to
-    # initialise under valgrind, and scikit-learn and statsmodels need it): conftest.py.
-    OPENBLAS_NUM_THREADS=1 PYTHONMALLOC=malloc PYTHONDONTWRITEBYTECODE=1 \
-        NWATTN_LIBRARY="$dir/src/libnwattn.so.0" NWATTN_TESTS_WITHOUT=torch,scipy,sklearn,statsmodels \
-        valgrind -q --error-exitcode=99 --leak-check=full --show-leak-kinds=definite \
-            --errors-for-leak-kinds=definite $supp "${python_supp[@]}" \
-            /usr/bin/python3 "$NWATTN_CI_ROOT/python/tests/run_ctest.py"
-    echo "valgrind: Python tests in $((SECONDS - t0)) s"
+    (
+        t1=$SECONDS status=0
+        OPENBLAS_NUM_THREADS=1 PYTHONMALLOC=malloc PYTHONDONTWRITEBYTECODE=1 NWATTN_TEST_SMALL=1 \
+            NWATTN_LIBRARY="$dir/src/libnwattn.so.0" \
+            NWATTN_TESTS_WITHOUT=torch,scipy,sklearn,statsmodels \
+            valgrind -q --error-exitcode=99 --leak-check=full --show-leak-kinds=definite \
+                --errors-for-leak-kinds=definite $supp "${python_supp[@]}" \
+                /usr/bin/python3 "$NWATTN_CI_ROOT/python/tests/run_ctest.py" || status=$?
+        echo "valgrind: Python tests in $((SECONDS - t1)) s (exit status $status)"
+        exit "$status"
+    ) </dev/null >"$python_log" 2>&1 &
+    python_pid=$!
+    # One BLAS thread keeps valgrind's serialised threads fast; the stress test runs fewer
+    # threads and rounds (tsan below runs it whole), and NWATTN_TEST_SMALL gives the heaviest
+    # tests smaller data, fewer cases or score kinds through the same code (tests/test_env.h;
+    # test_backward's key groups alone took 275 s of this stage's 835 s on a Zen 3).
+    local c_status=0 python_status=0
+    OPENBLAS_NUM_THREADS=1 NWATTN_STRESS_THREADS=4 NWATTN_STRESS_ROUNDS=2 NWATTN_TEST_SMALL=1 \
+        ctest --test-dir "$dir" -T memcheck -L 'unit|robust|example' -LE python \
+              --output-on-failure -j "$NWATTN_CI_JOBS" || c_status=$?
+    echo "valgrind: C tests and examples in $((SECONDS - t0)) s"
+    wait "$python_pid" || python_status=$?
+    cat "$python_log"
+    rm -f "$python_log"
+    echo "valgrind: both done in $((SECONDS - t0)) s"
+    (( c_status == 0 && python_status == 0 ))
 }
 
 robust_tsan() {
@@ -104,16 +120,17 @@ robust_tsan() {
     # the library and the tests synchronise themselves (the stress test's threads, the fused
     # path's workers) is still checked, and nothing needs suppressing.
     OPENBLAS_NUM_THREADS=1 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
-        ctest --test-dir "$dir" -L 'unit|robust' --output-on-failure
+        ctest --test-dir "$dir" -L 'unit|robust' --output-on-failure -j "$NWATTN_CI_JOBS"
 }
 
 robust_fuzz() {
     local seconds=${NWATTN_FUZZ_SECONDS:-60}
     robust_log "libFuzzer for ${seconds}s"
     local dir=$NWATTN_CI_BUILD/build-ci-fuzz
-    CC=clang robust_build "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DNWATTN_BUILD_FUZZERS=ON \
-        -DNWATTN_SANITIZE=address,undefined -DNWATTN_BUILD_EXAMPLES=OFF \
-        -DNWATTN_BUILD_BENCHMARKS=OFF
+    # Only the harness (the unit tests run sanitized in .ci/run's configurations).
+    CC=clang ROBUST_TARGET=fuzz_nwattn robust_build "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+        -DNWATTN_BUILD_FUZZERS=ON -DNWATTN_SANITIZE=address,undefined \
+        -DNWATTN_BUILD_EXAMPLES=OFF -DNWATTN_BUILD_BENCHMARKS=OFF
     ctest --test-dir "$dir" -L fuzz --output-on-failure
     local corpus
     corpus=$(mktemp -d)
