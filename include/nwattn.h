@@ -641,7 +641,17 @@ NWATTN_API nwattn_status nwattn_attention_backward(nwattn_context *ctx,
  * FUSED (the fast path): local constant Gaussian and Laplace fits through nwattn_pool; all else
  * float32 weights (vectorised exp, x86-64 copies for AVX2 and AVX-512 chosen at run time) with
  * double sums; with d == 1 only the points whose weight can matter are visited (what is left
- * out weighs less than e^-17 of the total). Agreement with the reference, tested: at bandwidths no
+ * out weighs less than e^-17 of the total). With d == 2 the same rule through strips: the
+ * training copy is cut by its second coordinate into about sqrt(n) strips of equal count,
+ * each sorted by the first, and a row visits in each strip its window meets one run of
+ * points: those with t <= 1 (compact kernels), else with t <= t_up + 2T (Gaussian) or
+ * sqrt(t) <= sqrt(t_up) + T (Laplace; T + 8 for the Matern kernels), T = 17 + ln n, t_up >=
+ * t_near the t of a point found near the query: the same e^-17 bound. Rows whose runs would
+ * hold more than half of the points visit every point instead (large bandwidths). A local
+ * linear fit that is singular but for weights below that bound falls back to local constant
+ * (as in 1-D). nwattn_nw_cv, nwattn_nw_select_bandwidth, nwattn_nw_predict_backward and
+ * nwattn_nw_predict (but its local constant Gaussian and Laplace fits, which go through
+ * nwattn_pool) take these rows. Agreement with the reference, tested: at bandwidths no
  * smaller than the point spacing CV within 1e-7 relative and h·dCV/dh within 2e-6·CV; below
  * it local linear systems are near singular and the error grows like 2^-24 / rcond (1e-4 and
  * 1e-2 hold there); predictions to a few float32 ulp (docs/regression.md). The fast path spreads query rows over the context's threads in fixed
@@ -662,7 +672,7 @@ typedef enum nwattn_kernel {
 
 /* How the regression functions compute their rows (per context, nwattn_context_set_nw_method);
  * the backend REFERENCE overrides it (every row over all n points in double: the oracle).
- * - DIRECT: each row visits its points (with d == 1 only its window, see above): O(m · window).
+ * - DIRECT: each row visits its points (with d <= 2 only its window, see above): O(m · window).
  * - FASTSUM: fast 1-D kernel sums, O(n log n + m log n) for every bandwidth, the local linear
  *   moments and the CV derivative in the same pass. Needs d == 1, a kernel below and no
  *   weights matrix; otherwise NWATTN_ERR_BAD_PARAMETER.
@@ -736,7 +746,7 @@ typedef struct nwattn_regression {
  * bandwidths (one per input dimension; pass a pointer to one float when d == 1).
  * weights (m×n, ldw), optional: each query's weights on the training points, in their order;
  *   yq = weights · y. Local constant: K_j / sum K. Local linear: the equivalent kernel
- *   K_j · e_0' M^-1 z_j (may be negative). On the fast path with d == 1 weights of points left
+ *   K_j · e_0' M^-1 z_j (may be negative). On the fast path with d <= 2 weights of points left
  *   out as negligible (see above) are written as 0.
  * row_flags (m bytes) and n_flagged, optional: see "Rows without an estimate" above.
  * n must be >= 1 (NWATTN_ERR_DEGENERATE_DATA otherwise). m == 0 writes only *n_flagged = 0;

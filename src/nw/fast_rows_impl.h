@@ -26,10 +26,11 @@
 #endif
 
 /* Buffers: z (CHUNK doubles) first, then CHUNK floats each: u (d rows), t, k, g, w; then
- * trow (n floats, d > 1). */
+ * trow (n floats, d > 1); then (d == 2) two positions per strip: the runs a query visits. */
 typedef struct chunk_bufs {
     double *z;
     float *u, *t, *k, *g, *w, *trow;
+    size_t *runs;
 } chunk_bufs;
 
 NW_INLINE chunk_bufs carve(const nw_fast *f) {
@@ -41,6 +42,7 @@ NW_INLINE chunk_bufs carve(const nw_fast *f) {
     b.g = b.k + CHUNK;
     b.w = b.g + CHUNK;
     b.trow = b.w + CHUNK;
+    b.runs = (size_t *)(void *)(b.trow + (f->train->n + 1) / 2 * 2);
     return b;
 }
 
@@ -360,16 +362,146 @@ NW_INLINE const float *chunk_coordinates(const nw_fast *f, const chunk_bufs *b, 
     return b->trow + j0;
 }
 
-NW_INLINE void visit(const nw_fast *f, const float *q, const float *inv_h, size_t skip, size_t *lo,
-                     size_t *hi, float *shift) {
-    if (f->model->d == 1) {
-        window_1d(f, q[0], inv_h[0], skip, lo, hi, shift);
-    } else {
-        chunk_bufs b = carve(f);
-        *shift = fill_trow(f, q, inv_h, skip, b.trow);
-        *lo = 0;
-        *hi = f->train->n;
+/* d == 2 with strips: u rows and t of the points j0 .. j0+len-1 into the chunk buffers. */
+NW_INLINE const float *chunk_cells(const nw_fast *f, const chunk_bufs *b, const float *q,
+                                   const float *inv_h, size_t j0, size_t len) {
+    const size_t n = f->train->n;
+    const float *restrict x0 = f->train->x + j0, *restrict x1 = f->train->x + n + j0;
+    float *restrict u0 = b->u, *restrict u1 = b->u + CHUNK, *restrict t = b->t;
+    const float q0 = q[0], q1 = q[1], ih0 = inv_h[0], ih1 = inv_h[1];
+    for (size_t j = 0; j < len; j++) {
+        u0[j] = (x0[j] - q0) * ih0;
+        u1[j] = (x1[j] - q1) * ih1;
+        t[j] = u0[j] * u0[j] + u1[j] * u1[j];
     }
+    return b->t;
+}
+
+/* d == 2: the runs of positions (b->runs, two per run) of the strips' points that can lie in
+ * query q's window, the window as in window_1d (a disc of radius R in the scaled
+ * coordinates: R = 1 for the compact kernels, else from t_up, the t of a point found near q,
+ * which is at least t_near, so that the window holds every point window_1d's rule keeps);
+ * *shift as fill_trow's (the least t over the runs). Returns the number of runs, or SIZE_MAX
+ * when the runs would hold more than half of the points (the plain rows then). */
+NW_INLINE size_t cell_runs(const nw_fast *f, const chunk_bufs *b, const float *q,
+                           const float *inv_h, size_t skip, float *shift) {
+    const nw_train *tr = f->train;
+    const size_t n = tr->n, strips = tr->strips;
+    const size_t *start = tr->strip;
+    const float *sy = tr->strip_y, *x0 = tr->x;
+    const nwattn_kernel kernel = f->model->kernel;
+    const double q0 = (double)q[0], q1 = (double)q[1];
+    const double ih0 = (double)inv_h[0], ih1 = (double)inv_h[1];
+    /* first strip whose largest y is >= v */
+#define NW_STRIP_FROM(v, out)                                                                      \
+    do {                                                                                           \
+        size_t lo_ = 0, hi_ = strips;                                                              \
+        while (lo_ < hi_) {                                                                        \
+            size_t mid_ = lo_ + (hi_ - lo_) / 2;                                                   \
+            if ((double)sy[2 * mid_ + 1] < (v))                                                    \
+                lo_ = mid_ + 1;                                                                    \
+            else                                                                                   \
+                hi_ = mid_;                                                                        \
+        }                                                                                          \
+        (out) = lo_;                                                                               \
+    } while (0)
+    double radius = 1.0;
+    *shift = 0.0f;
+    if (!nw_kernel_compact(kernel)) {
+        size_t s0;
+        NW_STRIP_FROM(q1, s0);
+        if (s0 == strips)
+            s0 = strips - 1;
+        float t_up = INFINITY;
+        for (size_t s = s0 > 0 ? s0 - 1 : 0; s <= s0 + 1 && s < strips; s++) {
+            const size_t lo = start[s], hi = start[s + 1];
+            const size_t pos = lo + bound(x0 + lo, hi - lo, q0, 0);
+            for (size_t j = pos > lo + 2 ? pos - 2 : lo; j < pos + 2 && j < hi; j++) {
+                if (j == skip)
+                    continue;
+                const float u0 = (x0[j] - q[0]) * inv_h[0], u1 = (x0[n + j] - q[1]) * inv_h[1];
+                const float t = u0 * u0 + u1 * u1;
+                t_up = t < t_up ? t : t_up;
+            }
+        }
+        if (!(t_up < INFINITY))
+            return SIZE_MAX;
+        const double tail = (double)f->tail;
+        if (kernel == NWATTN_KERNEL_GAUSSIAN)
+            radius = sqrt((double)t_up + 2.0 * tail);
+        else
+            radius = sqrt((double)t_up) + tail + (kernel == NWATTN_KERNEL_LAPLACE ? 0.0 : 8.0);
+    }
+    radius *= 1.0 + 1e-6; /* rounding margin, as window_1d's */
+    size_t s;
+    NW_STRIP_FROM(q1 - radius / ih1, s);
+#undef NW_STRIP_FROM
+    size_t runs = 0, total = 0;
+    for (; s < strips && (double)sy[2 * s] <= q1 + radius / ih1; s++) {
+        const size_t lo = start[s], hi = start[s + 1];
+        if (lo == hi)
+            continue;
+        double gap = 0.0; /* scaled distance in y from q to the strip */
+        if ((double)sy[2 * s] > q1)
+            gap = ((double)sy[2 * s] - q1) * ih1;
+        else if ((double)sy[2 * s + 1] < q1)
+            gap = (q1 - (double)sy[2 * s + 1]) * ih1;
+        if (!(gap < radius))
+            continue;
+        const double w = sqrt(radius * radius - gap * gap) / ih0;
+        const size_t a = lo + bound(x0 + lo, hi - lo, q0 - w, 0);
+        const size_t e = lo + bound(x0 + lo, hi - lo, q0 + w, 1);
+        if (a < e) {
+            b->runs[2 * runs] = a;
+            b->runs[2 * runs + 1] = e;
+            runs++;
+            total += e - a;
+        }
+    }
+    if (total > n / 2)
+        return SIZE_MAX;
+    if (!nw_kernel_compact(kernel)) {
+        uint32_t least = nw_float_bits(INFINITY);
+        for (size_t r = 0; r < runs; r++)
+            for (size_t j0 = b->runs[2 * r]; j0 < b->runs[2 * r + 1]; j0 += CHUNK) {
+                const size_t end = b->runs[2 * r + 1];
+                const size_t len = end - j0 < CHUNK ? end - j0 : CHUNK;
+                const float *t = chunk_cells(f, b, q, inv_h, j0, len);
+                for (size_t j = 0; j < len; j++) {
+                    uint32_t bits = j0 + j == skip ? least : nw_float_bits(t[j]);
+                    least = bits < least ? bits : least;
+                }
+            }
+        const float t_near = nw_bits_float(least);
+        if (t_near < INFINITY)
+            *shift = kernel == NWATTN_KERNEL_GAUSSIAN ? t_near : sqrtf(t_near);
+    }
+    return runs;
+}
+
+/* The runs of positions [runs[2r], runs[2r + 1]) query q visits (*count of them), whether
+ * their t come from chunk_cells (*cells) and the shift. */
+NW_INLINE const size_t *visit(const nw_fast *f, const chunk_bufs *b, const float *q,
+                              const float *inv_h, size_t skip, size_t one[2], size_t *count,
+                              int *cells, float *shift) {
+    *count = 1;
+    *cells = 0;
+    if (f->model->d == 1) {
+        window_1d(f, q[0], inv_h[0], skip, &one[0], &one[1], shift);
+        return one;
+    }
+    if (f->train->strips > 0) {
+        size_t runs = cell_runs(f, b, q, inv_h, skip, shift);
+        if (runs != SIZE_MAX) {
+            *count = runs;
+            *cells = 1;
+            return b->runs;
+        }
+    }
+    *shift = fill_trow(f, q, inv_h, skip, b->trow);
+    one[0] = 0;
+    one[1] = f->train->n;
+    return one;
 }
 
 /* ---- Rows ---------------------------------------------------------------------------------- */
@@ -379,12 +511,15 @@ void NW_FAST_NAME(nw_fast_row)(const nw_fast *f, const float *q, const float *in
     const size_t n = f->train->n, d = model->d, p = model->p, dv = model->dv;
     const int grad = s->dm != NULL;
     const chunk_bufs b = carve(f);
-    size_t lo, hi;
+    size_t one[2], count;
+    int cells;
     float shift;
-    visit(f, q, inv_h, skip, &lo, &hi, &shift);
-    for (size_t j0 = lo; j0 < hi; j0 += CHUNK) {
+    const size_t *runs = visit(f, &b, q, inv_h, skip, one, &count, &cells, &shift);
+    for (size_t r = 0; r < count; r++)
+    for (size_t j0 = runs[2 * r], hi = runs[2 * r + 1]; j0 < hi; j0 += CHUNK) {
         const size_t len = hi - j0 < CHUNK ? hi - j0 : CHUNK;
-        const float *t = chunk_coordinates(f, &b, q, inv_h, j0, len, p > 1 || grad);
+        const float *t = cells ? chunk_cells(f, &b, q, inv_h, j0, len)
+                               : chunk_coordinates(f, &b, q, inv_h, j0, len, p > 1 || grad);
         kernel_chunk(model->kernel, len, t, shift, b.k, grad ? b.g : NULL);
         if (skip >= j0 && skip - j0 < len)
             b.k[skip - j0] = b.g[skip - j0] = 0.0f;
@@ -409,12 +544,15 @@ void NW_FAST_NAME(nw_fast_row_weights)(const nw_fast *f, const float *q, const f
     const chunk_bufs b = carve(f);
     for (size_t j = 0; j < n; j++)
         weights[j] = 0.0f;
-    size_t lo, hi;
+    size_t one[2], count;
+    int cells;
     float shift;
-    visit(f, q, inv_h, skip, &lo, &hi, &shift);
-    for (size_t j0 = lo; j0 < hi; j0 += CHUNK) {
+    const size_t *runs = visit(f, &b, q, inv_h, skip, one, &count, &cells, &shift);
+    for (size_t r = 0; r < count; r++)
+    for (size_t j0 = runs[2 * r], hi = runs[2 * r + 1]; j0 < hi; j0 += CHUNK) {
         const size_t len = hi - j0 < CHUNK ? hi - j0 : CHUNK;
-        const float *t = chunk_coordinates(f, &b, q, inv_h, j0, len, p > 1);
+        const float *t = cells ? chunk_cells(f, &b, q, inv_h, j0, len)
+                               : chunk_coordinates(f, &b, q, inv_h, j0, len, p > 1);
         kernel_chunk(model->kernel, len, t, shift, b.k, NULL);
         for (size_t j = 0; j < len; j++) {
             if (j0 + j == skip)

@@ -164,13 +164,23 @@ void nw_nearest_weights(size_t n, size_t d, const float *x, size_t ldx, const fl
                         float *weights);
 
 /* ---- Training data for the fast path ------------------------------------------------------- */
-/* The fast path's copy of the training set: dimension-major floats, sorted by x when d == 1. */
+/* The fast path's copy of the training set: dimension-major floats, sorted by x when d == 1.
+ * When d == 2 the copy is binned into strips (cells of a grid of equal-count rows): the
+ * points ordered by the second coordinate and cut into nw_strips(n) runs of equal count,
+ * each strip's points contiguous and sorted by the first coordinate, so that a query's
+ * window meets each strip in one run of positions (fast_rows_impl.h). */
 typedef struct nw_train {
     size_t n, d, dv;
     float *x;     /* d×n: x[k·n + j] */
     float *y;     /* dv×n: y[c·n + j] */
-    size_t *perm; /* sorted position -> caller's index (identity when d > 1) */
+    size_t *perm; /* sorted position -> caller's index (identity when d > 2) */
+    size_t strips;      /* d == 2: the number of strips (0 otherwise) */
+    size_t *strip;      /* strips + 1 positions: strip s holds [strip[s], strip[s + 1]) */
+    float *strip_y;     /* 2 per strip: the least and largest second coordinate in it */
 } nw_train;
+
+/* The strips of a d == 2 training copy of n points: about sqrt(n) (at least 1). */
+size_t nw_strips(size_t n);
 
 /* Bytes nw_train_fill needs at mem (a multiple of sizeof(double)); SIZE_MAX on overflow. */
 size_t nw_train_bytes(size_t n, size_t d, size_t dv);

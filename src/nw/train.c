@@ -2,6 +2,7 @@
  * so that a query's relevant points form one window. The sort is a stable merge sort in the
  * caller-sized working memory (no qsort: it may call malloc behind the context's back), or
  * where it can, the same order by a radix sort. */
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -15,6 +16,21 @@ static size_t floats_bytes(size_t count) {
     return bytes / sizeof(double) * sizeof(double);
 }
 
+size_t nw_strips(size_t n) {
+    size_t s = (size_t)sqrt((double)n);
+    return s > 0 ? s : 1;
+}
+
+/* d == 2: the strips' bytes (their positions, their y ranges) and n more indices of scratch. */
+static size_t strips_bytes(size_t n) {
+    const size_t s = nw_strips(n);
+    size_t idx, total, fy;
+    if (!nw_add(n, s + 1, &idx) || !nw_mul(idx, sizeof(size_t), &total) ||
+        (fy = floats_bytes(2 * s)) == SIZE_MAX || !nw_add(total, fy, &total))
+        return SIZE_MAX;
+    return total;
+}
+
 size_t nw_train_bytes(size_t n, size_t d, size_t dv) {
     size_t nx, ny, bx, by, bidx, total;
     if (!nw_mul(n, d, &nx) || !nw_mul(n, dv, &ny))
@@ -24,6 +40,11 @@ size_t nw_train_bytes(size_t n, size_t d, size_t dv) {
     if (bx == SIZE_MAX || by == SIZE_MAX || !nw_mul(n, 2 * sizeof(size_t), &bidx) ||
         !nw_add(bx, by, &total) || !nw_add(total, bidx, &total))
         return SIZE_MAX;
+    if (d == 2) {
+        size_t sb = strips_bytes(n);
+        if (sb == SIZE_MAX || !nw_add(total, sb, &total))
+            return SIZE_MAX;
+    }
     return total;
 }
 
@@ -106,6 +127,45 @@ void nw_sort_order(size_t n, const float *x, size_t ldx, size_t *idx, size_t *tm
     sort_indices(n, x, ldx, idx, tmp);
 }
 
+/* d == 2: perm = the caller's indices ordered by (strip, x, index), the strips cut by the
+ * rank of (y, index) into nw_strips(n) runs of equal count (within one): a stable sort by x,
+ * then a stable counting sort by strip. after: the n scratch indices, then the strips. */
+static void bin_strips(nw_train *t, size_t *after, size_t n, const float *x, size_t ldx) {
+    size_t *perm = t->perm, *tmp = perm + n, *extra = after;
+    const size_t strips = nw_strips(n);
+    t->strips = strips;
+    t->strip = after + n;
+    t->strip_y = (float *)(void *)(t->strip + strips + 1);
+    size_t *start = t->strip;
+    nw_sort_order(n, x + 1, ldx, extra, tmp); /* by y */
+    for (size_t r = 0; r < n; r++)              /* tmp[caller's index] = its strip */
+        tmp[extra[r]] = (size_t)((double)r * (double)strips / (double)n);
+    nw_sort_order(n, x, ldx, perm, extra); /* by x */
+    for (size_t s = 0; s <= strips; s++)
+        start[s] = 0;
+    for (size_t j = 0; j < n; j++)
+        start[tmp[j] + 1]++;
+    for (size_t s = 0; s < strips; s++)
+        start[s + 1] += start[s];
+    for (size_t j = 0; j < n; j++) /* start[s] moves to the end of strip s */
+        extra[start[tmp[perm[j]]]++] = perm[j];
+    for (size_t s = strips; s > 0; s--)
+        start[s] = start[s - 1];
+    start[0] = 0;
+    for (size_t j = 0; j < n; j++)
+        perm[j] = extra[j];
+    for (size_t s = 0; s < strips; s++) {
+        float lo = INFINITY, hi = -INFINITY;
+        for (size_t j = start[s]; j < start[s + 1]; j++) {
+            const float v = x[perm[j] * ldx + 1];
+            lo = v < lo ? v : lo;
+            hi = v > hi ? v : hi;
+        }
+        t->strip_y[2 * s] = lo;
+        t->strip_y[2 * s + 1] = hi;
+    }
+}
+
 void nw_train_fill(nw_train *t, void *mem, size_t n, size_t d, size_t dv, const float *x,
                    size_t ldx, const float *y, size_t ldy) {
     char *p = mem;
@@ -117,8 +177,13 @@ void nw_train_fill(nw_train *t, void *mem, size_t n, size_t d, size_t dv, const 
     t->y = (float *)(void *)p;
     p += floats_bytes(n * dv);
     t->perm = (size_t *)(void *)p;
+    t->strips = 0;
+    t->strip = NULL;
+    t->strip_y = NULL;
     if (d == 1)
         nw_sort_order(n, x, ldx, t->perm, t->perm + n);
+    else if (d == 2)
+        bin_strips(t, t->perm + 2 * n, n, x, ldx);
     else
         for (size_t j = 0; j < n; j++)
             t->perm[j] = j;
