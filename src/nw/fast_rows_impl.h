@@ -362,19 +362,17 @@ NW_INLINE const float *chunk_coordinates(const nw_fast *f, const chunk_bufs *b, 
     return b->trow + j0;
 }
 
-/* d == 2 with strips: u rows and t of the points j0 .. j0+len-1 into the chunk buffers. */
-NW_INLINE const float *chunk_cells(const nw_fast *f, const chunk_bufs *b, const float *q,
-                                   const float *inv_h, size_t j0, size_t len) {
-    const size_t n = f->train->n;
-    const float *restrict x0 = f->train->x + j0, *restrict x1 = f->train->x + n + j0;
-    float *restrict u0 = b->u, *restrict u1 = b->u + CHUNK, *restrict t = b->t;
-    const float q0 = q[0], q1 = q[1], ih0 = inv_h[0], ih1 = inv_h[1];
-    for (size_t j = 0; j < len; j++) {
-        u0[j] = (x0[j] - q0) * ih0;
-        u1[j] = (x1[j] - q1) * ih1;
-        t[j] = u0[j] * u0[j] + u1[j] * u1[j];
+/* First strip whose largest y (strip_y[2s + 1]) is >= v; strips when none is. */
+NW_INLINE size_t strip_from(const float *strip_y, size_t strips, double v) {
+    size_t lo = 0, hi = strips;
+    while (lo < hi) {
+        const size_t mid = lo + (hi - lo) / 2;
+        if ((double)strip_y[2 * mid + 1] < v)
+            lo = mid + 1;
+        else
+            hi = mid;
     }
-    return b->t;
+    return lo;
 }
 
 /* d == 2: the runs of positions (b->runs, two per run) of the strips' points that can lie in
@@ -392,24 +390,10 @@ NW_INLINE size_t cell_runs(const nw_fast *f, const chunk_bufs *b, const float *q
     const nwattn_kernel kernel = f->model->kernel;
     const double q0 = (double)q[0], q1 = (double)q[1];
     const double ih0 = (double)inv_h[0], ih1 = (double)inv_h[1];
-    /* first strip whose largest y is >= v */
-#define NW_STRIP_FROM(v, out)                                                                      \
-    do {                                                                                           \
-        size_t lo_ = 0, hi_ = strips;                                                              \
-        while (lo_ < hi_) {                                                                        \
-            size_t mid_ = lo_ + (hi_ - lo_) / 2;                                                   \
-            if ((double)sy[2 * mid_ + 1] < (v))                                                    \
-                lo_ = mid_ + 1;                                                                    \
-            else                                                                                   \
-                hi_ = mid_;                                                                        \
-        }                                                                                          \
-        (out) = lo_;                                                                               \
-    } while (0)
     double radius = 1.0;
     *shift = 0.0f;
     if (!nw_kernel_compact(kernel)) {
-        size_t s0;
-        NW_STRIP_FROM(q1, s0);
+        size_t s0 = strip_from(sy, strips, q1);
         if (s0 == strips)
             s0 = strips - 1;
         float t_up = INFINITY;
@@ -433,11 +417,8 @@ NW_INLINE size_t cell_runs(const nw_fast *f, const chunk_bufs *b, const float *q
             radius = sqrt((double)t_up) + tail + (kernel == NWATTN_KERNEL_LAPLACE ? 0.0 : 8.0);
     }
     radius *= 1.0 + 1e-6; /* rounding margin, as window_1d's */
-    size_t s;
-    NW_STRIP_FROM(q1 - radius / ih1, s);
-#undef NW_STRIP_FROM
     size_t runs = 0, total = 0;
-    for (; s < strips && (double)sy[2 * s] <= q1 + radius / ih1; s++) {
+    for (size_t s = strip_from(sy, strips, q1 - radius / ih1); s < strips && (double)sy[2 * s] <= q1 + radius / ih1; s++) {
         const size_t lo = start[s], hi = start[s + 1];
         if (lo == hi)
             continue;
@@ -460,18 +441,18 @@ NW_INLINE size_t cell_runs(const nw_fast *f, const chunk_bufs *b, const float *q
     }
     if (total > n / 2)
         return SIZE_MAX;
+    /* t of the runs' points into trow (skip: +inf), as fill_trow for every point: the rows
+     * read them from there (chunk_coordinates) */
+    float *restrict trow = b->trow;
+    uint32_t least = nw_float_bits(INFINITY); /* t >= 0: bit patterns order like values */
+    for (size_t r = 0; r < runs; r++)
+        for (size_t j = b->runs[2 * r]; j < b->runs[2 * r + 1]; j++) {
+            const float u0 = (x0[j] - q[0]) * inv_h[0], u1 = (x0[n + j] - q[1]) * inv_h[1];
+            trow[j] = j == skip ? INFINITY : u0 * u0 + u1 * u1;
+            const uint32_t bits = nw_float_bits(trow[j]);
+            least = bits < least ? bits : least;
+        }
     if (!nw_kernel_compact(kernel)) {
-        uint32_t least = nw_float_bits(INFINITY);
-        for (size_t r = 0; r < runs; r++)
-            for (size_t j0 = b->runs[2 * r]; j0 < b->runs[2 * r + 1]; j0 += CHUNK) {
-                const size_t end = b->runs[2 * r + 1];
-                const size_t len = end - j0 < CHUNK ? end - j0 : CHUNK;
-                const float *t = chunk_cells(f, b, q, inv_h, j0, len);
-                for (size_t j = 0; j < len; j++) {
-                    uint32_t bits = j0 + j == skip ? least : nw_float_bits(t[j]);
-                    least = bits < least ? bits : least;
-                }
-            }
         const float t_near = nw_bits_float(least);
         if (t_near < INFINITY)
             *shift = kernel == NWATTN_KERNEL_GAUSSIAN ? t_near : sqrtf(t_near);
@@ -479,13 +460,12 @@ NW_INLINE size_t cell_runs(const nw_fast *f, const chunk_bufs *b, const float *q
     return runs;
 }
 
-/* The runs of positions [runs[2r], runs[2r + 1]) query q visits (*count of them), whether
- * their t come from chunk_cells (*cells) and the shift. */
+/* The runs of positions [runs[2r], runs[2r + 1]) query q visits (*count of them) and the
+ * shift; for d > 1 their t are in b->trow. */
 NW_INLINE const size_t *visit(const nw_fast *f, const chunk_bufs *b, const float *q,
                               const float *inv_h, size_t skip, size_t one[2], size_t *count,
-                              int *cells, float *shift) {
+                              float *shift) {
     *count = 1;
-    *cells = 0;
     if (f->model->d == 1) {
         window_1d(f, q[0], inv_h[0], skip, &one[0], &one[1], shift);
         return one;
@@ -494,7 +474,6 @@ NW_INLINE const size_t *visit(const nw_fast *f, const chunk_bufs *b, const float
         size_t runs = cell_runs(f, b, q, inv_h, skip, shift);
         if (runs != SIZE_MAX) {
             *count = runs;
-            *cells = 1;
             return b->runs;
         }
     }
@@ -512,14 +491,12 @@ void NW_FAST_NAME(nw_fast_row)(const nw_fast *f, const float *q, const float *in
     const int grad = s->dm != NULL;
     const chunk_bufs b = carve(f);
     size_t one[2], count;
-    int cells;
     float shift;
-    const size_t *runs = visit(f, &b, q, inv_h, skip, one, &count, &cells, &shift);
+    const size_t *runs = visit(f, &b, q, inv_h, skip, one, &count, &shift);
     for (size_t r = 0; r < count; r++)
     for (size_t j0 = runs[2 * r], hi = runs[2 * r + 1]; j0 < hi; j0 += CHUNK) {
         const size_t len = hi - j0 < CHUNK ? hi - j0 : CHUNK;
-        const float *t = cells ? chunk_cells(f, &b, q, inv_h, j0, len)
-                               : chunk_coordinates(f, &b, q, inv_h, j0, len, p > 1 || grad);
+        const float *t = chunk_coordinates(f, &b, q, inv_h, j0, len, p > 1 || grad);
         kernel_chunk(model->kernel, len, t, shift, b.k, grad ? b.g : NULL);
         if (skip >= j0 && skip - j0 < len)
             b.k[skip - j0] = b.g[skip - j0] = 0.0f;
@@ -545,14 +522,12 @@ void NW_FAST_NAME(nw_fast_row_weights)(const nw_fast *f, const float *q, const f
     for (size_t j = 0; j < n; j++)
         weights[j] = 0.0f;
     size_t one[2], count;
-    int cells;
     float shift;
-    const size_t *runs = visit(f, &b, q, inv_h, skip, one, &count, &cells, &shift);
+    const size_t *runs = visit(f, &b, q, inv_h, skip, one, &count, &shift);
     for (size_t r = 0; r < count; r++)
     for (size_t j0 = runs[2 * r], hi = runs[2 * r + 1]; j0 < hi; j0 += CHUNK) {
         const size_t len = hi - j0 < CHUNK ? hi - j0 : CHUNK;
-        const float *t = cells ? chunk_cells(f, &b, q, inv_h, j0, len)
-                               : chunk_coordinates(f, &b, q, inv_h, j0, len, p > 1);
+        const float *t = chunk_coordinates(f, &b, q, inv_h, j0, len, p > 1);
         kernel_chunk(model->kernel, len, t, shift, b.k, NULL);
         for (size_t j = 0; j < len; j++) {
             if (j0 + j == skip)
