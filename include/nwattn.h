@@ -864,8 +864,10 @@ typedef struct nwattn_cv_report {
  *      is 0, uses golden-section search instead.
  *    d > 1: quasi-Newton (BFGS) on log h_1 .. log h_d from s* · start, with the analytic
  *      gradient and a backtracking line search, until no log h_k moves by more than
- *      `tolerance`: one bandwidth per dimension. The search is not confined to the grid's
- *      range: h_k may leave [scale_min, scale_max] · start_k (an h_k far above it says that y
+ *      `tolerance`, or until two steps in a row lower CV by at most tolerance² relative (a
+ *      direction in which CV is flat, such as h_k -> infinity for an x_k that y hardly depends
+ *      on: the search stops there as converged): one bandwidth per dimension. The search is
+ *      not confined to the grid's range: h_k may leave [scale_min, scale_max] · start_k (an h_k far above it says that y
  *      hardly depends on x_k, as statsmodels' huge bandwidths do). It stays within
  *      start_k · [1e-12, 1e12], where float32 weights no longer change with h.
  * If s* is an end of the grid, report->at_grid_edge says which. With d == 1 the answer then

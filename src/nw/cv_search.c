@@ -210,8 +210,15 @@ static void bfgs_update(size_t d, double *hinv, const double *s, const double *y
                 -r * (tmp[a] * s[b] + s[a] * tmp[b]) + (r * r * yhy + r) * s[a] * s[b];
 }
 
+/* Two accepted BFGS steps in a row that lower CV by at most tol^2 relative (the decrease a
+ * step of tol makes near a minimum of unit relative curvature) stop the search as converged.
+ * Along a bandwidth that y hardly depends on, CV keeps falling towards its h_k -> infinity
+ * limit by ever smaller amounts (local linear: about h_k^-2), and without this rule the search
+ * spent all max_evaluations walking h_k up a plateau whose values differ in the last digits
+ * (how far depended on the exponential's last bits, i.e. on the CPU). */
 static int bfgs(nw_search *s, bfgs_mem *m, double f, double tol) {
     const size_t d = s->d;
+    int flat = 0;
     identity(d, m->hinv);
     for (;;) {
         for (size_t a = 0; a < d; a++)
@@ -255,8 +262,9 @@ static int bfgs(nw_search *s, bfgs_mem *m, double f, double tol) {
             bfgs_update(d, m->hinv, m->step, m->dgrad, m->dir);
         memcpy(m->theta, m->trial, d * sizeof(double));
         memcpy(m->grad, m->trial_grad, d * sizeof(double));
+        flat = f - ft <= tol * tol * fabs(f) ? flat + 1 : 0;
         f = ft;
-        if (max_abs(d, m->step) < tol)
+        if (max_abs(d, m->step) < tol || flat >= 2)
             return 1;
     }
 }
