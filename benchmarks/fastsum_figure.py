@@ -122,7 +122,7 @@ def main():
     meta = {
         "cpu": cpu_name(),
         "threads": args.threads,
-        "note": "single runs on a shared, loaded machine; fit = predictions at the n training "
+        "note": "single runs; fit = predictions at the n training "
                 "points, local constant; cv = one LOO score with gradient",
         "times_s": {name: {t: {str(k): v for k, v in s.items()} for t, s in d.items()}
                     for name, d in times.items()},
@@ -155,7 +155,7 @@ def main():
     axes[0].set_ylabel("seconds")
     axes[0].legend(fontsize=8)
     fig.suptitle(f"1-D kernel regression, {cpu_name()}, {args.threads} threads "
-                 "(single runs, shared loaded machine)", fontsize=10)
+                 "(single runs)", fontsize=10)
     fig.tight_layout()
     fig.savefig(args.png, dpi=110)
     print(f"wrote {args.json} and {args.png}")

@@ -680,8 +680,9 @@ typedef enum nwattn_kernel {
  *   (Hofmeyr's FKSUM, in a translated form that never expands around an absolute origin): up
  *   to double rounding, a relative error of a few n·2^-53 of the sum of |terms|.
  *   GAUSSIAN: a 1-D fast Gauss transform (Taylor expansions about centres of clusters of
- *   width <= h/2, source and, for the CV rows of dense clusters, target expansions; direct
- *   sums where they do not pay), within the bound eps of nwattn_context_set_nw_tolerance.
+ *   width <= h/2, source and, for the CV rows and queries inside dense clusters, target
+ *   expansions; direct sums where they do not pay), within the bound eps of
+ *   nwattn_context_set_nw_tolerance.
  *   Working memory O(n): about 8 bytes per training point beyond the sorted copy (the
  *   Gaussian about 40 + 8 dv).
  *   The rows are spread over the context's threads in fixed blocks: the same bits for any

@@ -351,24 +351,31 @@ static void test_forcing(void **state) {
     nwattn_context_destroy(ctx);
 }
 
-/* The same bits for any thread count. */
+/* The same bits for any thread count, every fast-sum kernel family and degree (the Gaussian's
+ * rows run two at a time: each row's sums must not depend on its neighbour). */
 static void test_threads_same_bits(void **state) {
     (void)state;
     nwattn_rng rng;
     nwattn_rng_seed(&rng, 11);
-    const size_t n = 1000;
+    const size_t n = 1001;
     float *x = nt_alloc(n * sizeof(float)), *y = nt_alloc(n * sizeof(float));
     make_data(0, n, &rng, x, y);
     const float h = 0.05f;
-    double cv[3], g[3];
-    for (size_t t = 1; t <= 3; t++) {
-        nwattn_context *ctx = method_context(NWATTN_NW_METHOD_FASTSUM, t);
-        nwattn_regression model = {NWATTN_KERNEL_MATERN52, NWATTN_LOCAL_LINEAR, 0};
-        NT_ASSERT_OK(ctx, nwattn_nw_cv(ctx, &model, n, 1, 1, x, 1, y, 1, 1, &h, 1, &cv[t - 1],
-                                       &g[t - 1], 1, NULL));
-        nwattn_context_destroy(ctx);
-    }
-    assert_true(cv[0] == cv[1] && cv[1] == cv[2] && g[0] == g[1] && g[1] == g[2]);
+    const nwattn_kernel kernels[] = {NWATTN_KERNEL_MATERN52, NWATTN_KERNEL_GAUSSIAN};
+    for (size_t k = 0; k < 2; k++)
+        for (int deg = 0; deg < 2; deg++) {
+            double cv[3], g[3];
+            for (size_t t = 1; t <= 3; t++) {
+                nwattn_context *ctx = method_context(NWATTN_NW_METHOD_FASTSUM, t);
+                nwattn_regression model = {kernels[k], (nwattn_degree)deg, 0};
+                NT_ASSERT_OK(ctx, nwattn_nw_cv(ctx, &model, n, 1, 1, x, 1, y, 1, 1, &h, 1,
+                                               &cv[t - 1], &g[t - 1], 1, NULL));
+                nwattn_context_destroy(ctx);
+            }
+            if (!(cv[0] == cv[1] && cv[1] == cv[2] && g[0] == g[1] && g[1] == g[2]))
+                fail_msg("kernel %d degree %d: CV %.17g %.17g %.17g", (int)kernels[k], deg, cv[0],
+                         cv[1], cv[2]);
+        }
     free(x), free(y);
 }
 

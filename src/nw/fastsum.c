@@ -3,33 +3,8 @@
 #include <string.h>
 
 #include "fastsum.h"
+#include "fastsum_pair.h"
 #include "threads.h"
-
-/* ---- Pairs of doubles: the two vectors of one pair run side by side ------------------------
- * The same IEEE operation on each half in both spellings (SSE2, or two scalars elsewhere), so
- * the results do not depend on which one is compiled. */
-#if defined(__SSE2__) || defined(_M_X64)
-#include <emmintrin.h>
-typedef __m128d fs_pair;
-static inline fs_pair p_load(const double *p) { return _mm_loadu_pd(p); }
-static inline void p_store(double *p, fs_pair a) { _mm_storeu_pd(p, a); }
-static inline fs_pair p_set(double lo, double hi) { return _mm_set_pd(hi, lo); }
-static inline fs_pair p_dup(double a) { return _mm_set1_pd(a); }
-static inline fs_pair p_zero(void) { return _mm_setzero_pd(); }
-static inline fs_pair p_add(fs_pair a, fs_pair b) { return _mm_add_pd(a, b); }
-static inline fs_pair p_mul(fs_pair a, fs_pair b) { return _mm_mul_pd(a, b); }
-#else
-typedef struct fs_pair {
-    double lo, hi;
-} fs_pair;
-static inline fs_pair p_load(const double *p) { return (fs_pair){p[0], p[1]}; }
-static inline void p_store(double *p, fs_pair a) { p[0] = a.lo, p[1] = a.hi; }
-static inline fs_pair p_set(double lo, double hi) { return (fs_pair){lo, hi}; }
-static inline fs_pair p_dup(double a) { return (fs_pair){a, a}; }
-static inline fs_pair p_zero(void) { return (fs_pair){0.0, 0.0}; }
-static inline fs_pair p_add(fs_pair a, fs_pair b) { return (fs_pair){a.lo + b.lo, a.hi + b.hi}; }
-static inline fs_pair p_mul(fs_pair a, fs_pair b) { return (fs_pair){a.lo * b.lo, a.hi * b.hi}; }
-#endif
 
 size_t nw_fs_bytes(size_t n, size_t v, size_t k1) {
     const size_t vp = (v + 1) / 2 * 2;

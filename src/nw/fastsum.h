@@ -130,7 +130,9 @@ typedef struct nw_fs_gauss {
     double inv_h, eps;
     size_t *start;  /* clusters + 1: first point of each cluster */
     size_t *offset; /* per cluster: its moments' index, SIZE_MAX when summed directly */
-    double *mu;     /* moments: per cluster v × NW_FG_MOMENTS */
+    size_t moments; /* source moments per vector and cluster (nw_fg_prepare: what pays) */
+    size_t terms;   /* target moments per vector a translation makes */
+    double *mu;     /* moments: per cluster v × moments */
 } nw_fs_gauss;
 
 size_t nw_fg_bytes(size_t n, size_t v);
@@ -142,19 +144,31 @@ void nw_fg_prepare(nw_fs_gauss *g, double inv_h, double eps, nw_workers *team, s
 void nw_fg_moments(const nw_fs_gauss *g, double q, size_t j, size_t skip, size_t amax,
                    double *out);
 /* A dense cluster's target expansion, shared by the leave-one-out rows of its points. */
+#define NW_FG_SLOTS 8
 typedef struct nw_fg_local {
     size_t k;          /* the cluster (SIZE_MAX: none yet) */
     double b, rho;     /* centre, radius in h */
     double wmax;       /* largest |w| of the sources in reach */
     double *N;         /* v × (NW_FG_PMAX + NW_FG_AMAX + 1) target moments */
+    size_t order[NW_FG_SLOTS]; /* Taylor order for |t| <= rho (q + 1) / NW_FG_SLOTS */
 } nw_fg_local;
 #define NW_FG_LOCAL_DOUBLES(v) ((v) * (NW_FG_PMAX + NW_FG_AMAX + 1))
 /* Builds cluster k's target expansion; 0 when k is small or its order would be too high (then
  * its rows take nw_fg_moments). */
 int nw_fg_target(const nw_fs_gauss *g, size_t k, nw_fg_local *loc);
-/* nw_fg_moments' out for training point j of loc's cluster, j left out. */
+/* nw_fg_moments' out for training point j of loc's cluster, j left out, up to a factor common
+ * to the row (e^{t^2/2} instead of e^{r_near^2/2}, |t| <= rho: both within e^{1/8}). */
 void nw_fg_moments_local(const nw_fs_gauss *g, const nw_fg_local *loc, size_t j, size_t amax,
                          double *out);
+/* The same for rows j0 and j1 side by side (each row's sums as nw_fg_moments_local's). */
+void nw_fg_moments_local2(const nw_fs_gauss *g, const nw_fg_local *loc, size_t j0, size_t j1,
+                          size_t amax, double *out0, double *out1);
+/* nw_fg_moments' out (up to a factor common to the row) at queries q0 and q1 inside loc's
+ * cluster span (nw_fg_inside), nothing left out; out1 NULL: q0 alone. */
+void nw_fg_moments_at_local(const nw_fs_gauss *g, const nw_fg_local *loc, double q0, double q1,
+                            size_t amax, double *out0, double *out1);
+/* Whether q lies within cluster k's span [x_first, x_last]. */
+int nw_fg_inside(const nw_fs_gauss *g, size_t k, double q);
 /* Index of the cluster holding point j. */
 size_t nw_fg_cluster_of(const nw_fs_gauss *g, size_t j);
 

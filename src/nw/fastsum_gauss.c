@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "fastsum.h"
+#include "fastsum_pair.h"
 #include "threads.h"
 
 #define NW_FG_TERMS (NW_FG_PMAX + NW_FG_AMAX + 1) /* target moments N_s, s < TERMS */
@@ -33,6 +34,18 @@
 /* 1 / m: the Taylor coefficients' chains multiply (a division per term was their latency). */
 static const double inv_int[NW_FG_PMAX + 1] = {
     0.0, 1.0 / 1.0, 1.0 / 2.0, 1.0 / 3.0, 1.0 / 4.0, 1.0 / 5.0, 1.0 / 6.0, 1.0 / 7.0, 1.0 / 8.0, 1.0 / 9.0, 1.0 / 10.0, 1.0 / 11.0, 1.0 / 12.0, 1.0 / 13.0, 1.0 / 14.0, 1.0 / 15.0, 1.0 / 16.0, 1.0 / 17.0, 1.0 / 18.0, 1.0 / 19.0, 1.0 / 20.0, 1.0 / 21.0, 1.0 / 22.0, 1.0 / 23.0, 1.0 / 24.0};
+
+/* The Taylor order for z = rho |dy| (0: do not expand). */
+static size_t order_for(double z, double eps) {
+    const double target = 0.5 * eps * exp(-z);
+    double term = 1.0;
+    for (size_t p = 1; p <= NW_FG_PMAX; p++) {
+        term *= z * inv_int[p];
+        if (term <= target)
+            return p;
+    }
+    return 0;
+}
 
 size_t nw_fg_bytes(size_t n, size_t v) {
     size_t words, part;
@@ -55,23 +68,21 @@ void nw_fg_init(nw_fs_gauss *g, void *mem, size_t n, size_t v, const double *x, 
     g->mu = (double *)(void *)(g->offset + n);
 }
 
-/* Adds point i's powers dx^m e^{-dx^2/2}, m < NW_FG_MOMENTS, times its coefficients to mu. */
+/* Adds point i's powers dx^m e^{-dx^2/2}, m < g->moments, times its coefficients to mu. */
 static void add_moments(const nw_fs_gauss *g, size_t i, double centre, double *mu) {
-    const size_t v = g->v, n = g->n;
+    const size_t v = g->v, n = g->n, M = g->moments;
     const double dx = (g->x[i] - centre) * g->inv_h;
     double pw = exp(-0.5 * dx * dx);
-    for (size_t m = 0; m < NW_FG_MOMENTS; m++, pw *= dx)
+    for (size_t m = 0; m < M; m++, pw *= dx)
         for (size_t a = 0; a < v; a++)
-            mu[a * NW_FG_MOMENTS + m] += g->c[a * n + i] * pw;
+            mu[a * M + m] += g->c[a * n + i] * pw;
 }
 
-/* One dense cluster's moments. Four points at a time: four independent chains of powers
- * (one chain of 53 dependent multiplies per point was the cost of the whole pass). */
-static void cluster_moments(const nw_fs_gauss *g, size_t k) {
-    const size_t v = g->v, n = g->n, s = g->start[k], e = g->start[k + 1];
-    double *mu = g->mu + g->offset[k] * v * NW_FG_MOMENTS;
+/* One dense cluster's moments, the general case: four points' power chains side by side. */
+static void cluster_moments_any(const nw_fs_gauss *g, size_t k) {
+    const size_t v = g->v, n = g->n, s = g->start[k], e = g->start[k + 1], M = g->moments;
+    double *mu = g->mu + g->offset[k] * v * M;
     const double centre = 0.5 * (g->x[s] + g->x[e - 1]);
-    memset(mu, 0, v * NW_FG_MOMENTS * sizeof(double));
     size_t i = s;
     for (; i + 4 <= e; i += 4) {
         double dx[4], pw[4];
@@ -79,11 +90,10 @@ static void cluster_moments(const nw_fs_gauss *g, size_t k) {
             dx[t] = (g->x[i + t] - centre) * g->inv_h;
             pw[t] = exp(-0.5 * dx[t] * dx[t]);
         }
-        for (size_t m = 0; m < NW_FG_MOMENTS; m++) {
+        for (size_t m = 0; m < M; m++) {
             for (size_t a = 0; a < v; a++) {
                 const double *c = g->c + a * n + i;
-                mu[a * NW_FG_MOMENTS + m] += (c[0] * pw[0] + c[1] * pw[1]) +
-                                             (c[2] * pw[2] + c[3] * pw[3]);
+                mu[a * M + m] += (c[0] * pw[0] + c[1] * pw[1]) + (c[2] * pw[2] + c[3] * pw[3]);
             }
             for (size_t t = 0; t < 4; t++)
                 pw[t] *= dx[t];
@@ -91,6 +101,65 @@ static void cluster_moments(const nw_fs_gauss *g, size_t k) {
     }
     for (; i < e; i++)
         add_moments(g, i, centre, mu);
+}
+
+#define FG_BATCH 128 /* points whose powers advance together, four moments at a time */
+
+/* acc += the powers p0 .. p0 d^3 times coefficients a and b (the two vectors); returns p0 d^4. */
+static inline fs_pair four_powers(fs_pair acc[8], fs_pair a, fs_pair b, fs_pair p0, fs_pair d) {
+    const fs_pair p1 = p_mul(p0, d), p2 = p_mul(p1, d), p3 = p_mul(p2, d);
+    acc[0] = p_add(acc[0], p_mul(a, p0)), acc[4] = p_add(acc[4], p_mul(b, p0));
+    acc[1] = p_add(acc[1], p_mul(a, p1)), acc[5] = p_add(acc[5], p_mul(b, p1));
+    acc[2] = p_add(acc[2], p_mul(a, p2)), acc[6] = p_add(acc[6], p_mul(b, p2));
+    acc[3] = p_add(acc[3], p_mul(a, p3)), acc[7] = p_add(acc[7], p_mul(b, p3));
+    return p_mul(p3, d);
+}
+
+/* Adds the moments m0 .. m0 + 3 of the two vectors over points (dx, pw) of a batch (nb of
+ * them, coefficients c0 and c1), advancing pw by dx^4; an odd last point in a low half. */
+static void four_moments(size_t nb, const double *dx, double *pw, const double *c0,
+                         const double *c1, fs_pair acc[8]) {
+    size_t t = 0;
+    for (; t + 2 <= nb; t += 2)
+        p_store(pw + t, four_powers(acc, p_load(c0 + t), p_load(c1 + t), p_load(pw + t),
+                                    p_load(dx + t)));
+    if (t < nb) {
+        double next[2];
+        p_store(next, four_powers(acc, p_set(c0[t], 0.0), p_set(c1[t], 0.0), p_set(pw[t], 0.0),
+                                  p_set(dx[t], 0.0)));
+        pw[t] = next[0];
+    }
+}
+
+/* One dense cluster's moments with two vectors (1 and y: every one-column fit), two points per
+ * pair and the sums in registers, four moments at a time over batches of FG_BATCH points:
+ * the loop is bound by its multiplies and adds, each doing two points (the general loop's
+ * were scalar, and its sums went through memory). */
+static void cluster_moments(const nw_fs_gauss *g, size_t k) {
+    const size_t v = g->v, n = g->n, s = g->start[k], e = g->start[k + 1], M = g->moments;
+    double *mu = g->mu + g->offset[k] * v * M;
+    memset(mu, 0, v * M * sizeof(double));
+    if (v != 2) {
+        cluster_moments_any(g, k);
+        return;
+    }
+    const double centre = 0.5 * (g->x[s] + g->x[e - 1]);
+    for (size_t i0 = s; i0 < e; i0 += FG_BATCH) {
+        const size_t nb = e - i0 < FG_BATCH ? e - i0 : FG_BATCH;
+        double dx[FG_BATCH], pw[FG_BATCH];
+        for (size_t t = 0; t < nb; t++) {
+            dx[t] = (g->x[i0 + t] - centre) * g->inv_h;
+            pw[t] = exp(-0.5 * dx[t] * dx[t]);
+        }
+        for (size_t m0 = 0; m0 < M; m0 += 4) {
+            fs_pair acc[8];
+            for (size_t q = 0; q < 8; q++)
+                acc[q] = p_zero();
+            four_moments(nb, dx, pw, g->c + i0, g->c + n + i0, acc);
+            for (size_t q = 0; q < 4 && m0 + q < M; q++)
+                mu[m0 + q] += p_sum(acc[q]), mu[M + m0 + q] += p_sum(acc[4 + q]);
+        }
+    }
 }
 
 typedef struct moments_job {
@@ -115,6 +184,20 @@ void nw_fg_prepare(nw_fs_gauss *g, double inv_h, double eps, nw_workers *team, s
     const double *x = g->x;
     g->inv_h = inv_h;
     g->eps = eps;
+    /* How many moments pay: a walk from a cluster ends by r (negligible() with r_near at most
+     * the width), so no centre or source it meets is farther than r + 1.5 widths, and the
+     * order there bounds every translation's and row's (the few that would need more fall
+     * back to exact sums: add_expanded, m2l, nw_fg_target). */
+    double r = 2.0;
+    while (r < 64.0 && !((double)n * r * r * r * r *
+                             exp(-0.5 * (r - NW_FG_WIDTH) * (r + NW_FG_WIDTH)) <=
+                         0.5 * eps))
+        r += 0.25;
+    size_t p = order_for(0.5 * NW_FG_WIDTH * (r + 1.5 * NW_FG_WIDTH), eps / 400.0);
+    if (p == 0)
+        p = NW_FG_PMAX;
+    g->terms = p + NW_FG_AMAX;      /* target moments N_s, s < terms (rows of order <= p) */
+    g->moments = p + g->terms - 1; /* source moments: a translation of order <= p reads k + s */
     size_t k = 0, used = 0;
     for (size_t s = 0; s < n; k++) {
         size_t e = s + 1;
@@ -159,18 +242,6 @@ static int negligible(const walk *w, double r, size_t count) {
            0.5 * w->g->eps;
 }
 
-/* The Taylor order for z = rho |dy| (0: do not expand). */
-static size_t order_for(double z, double eps) {
-    const double target = 0.5 * eps * exp(-z);
-    double term = 1.0;
-    for (size_t p = 1; p <= NW_FG_PMAX; p++) {
-        term *= z * inv_int[p];
-        if (term <= target)
-            return p;
-    }
-    return 0;
-}
-
 /* Cluster k by its expansion; returns 0 (nothing added) when the order would be too high. */
 static int add_expanded(const walk *w, size_t k) {
     const nw_fs_gauss *g = w->g;
@@ -181,15 +252,15 @@ static int add_expanded(const walk *w, size_t k) {
     const double rho = 0.5 * (g->x[e - 1] - g->x[s]) * g->inv_h;
     const double dy = (w->q - centre) * g->inv_h;
     const size_t p = order_for(rho * fabs(dy), g->eps);
-    if (p == 0)
+    if (p == 0 || p + NW_FG_AMAX > g->moments)
         return 0;
     const double scale = exp(-0.5 * (dy * dy - w->near2));
     double coef[NW_FG_PMAX]; /* dy^m / m! */
     coef[0] = 1.0;
     for (size_t m = 1; m < p; m++)
         coef[m] = coef[m - 1] * dy * inv_int[m];
-    const double *mu = g->mu + g->offset[k] * v * NW_FG_MOMENTS;
-    for (size_t a = 0; a < v; a++, mu += NW_FG_MOMENTS) {
+    const double *mu = g->mu + g->offset[k] * v * g->moments;
+    for (size_t a = 0; a < v; a++, mu += g->moments) {
         double t[NW_FG_AMAX + 1] = {0.0}; /* T_b = sum_m dy^m/m! mu_{m+b}; b innermost: */
         for (size_t m = p; m-- > 0;)          /* A independent chains, not one */
             for (size_t b = 0; b < A; b++)
@@ -295,34 +366,35 @@ right:
  * eps / 400: recombining the moments with t^m / m! can amplify a relative error by at most
  * e^{2 |w t| + t^2/2} < 200 within reach. */
 
-/* Adds source cluster k to N (v × NW_FG_TERMS) about centre b; 0 if its order is too high. */
+/* Adds source cluster k to N (v × NW_FG_TERMS, g->terms used) about centre b; 0 if its order
+ * is too high. */
 static int m2l(const nw_fs_gauss *g, size_t k, double b, double eps, const double *binom,
                double *N) {
-    const size_t s0 = g->start[k], e = g->start[k + 1], v = g->v;
+    const size_t s0 = g->start[k], e = g->start[k + 1], v = g->v, S = g->terms, M = g->moments;
     const double a = 0.5 * (g->x[s0] + g->x[e - 1]);
     const double rho = 0.5 * (g->x[e - 1] - g->x[s0]) * g->inv_h, D = (a - b) * g->inv_h;
     const size_t p = order_for(rho * fabs(D), eps);
-    if (p == 0)
+    if (p == 0 || p + S > M + 1) /* it reads mu_{k + j}, k < p, j < S */
         return 0;
     double coef[NW_FG_PMAX], pw[NW_FG_TERMS];
     coef[0] = 1.0;
     for (size_t m = 1; m < p; m++)
         coef[m] = coef[m - 1] * -D * inv_int[m];
     pw[0] = 1.0;
-    for (size_t m = 1; m < NW_FG_TERMS; m++)
+    for (size_t m = 1; m < S; m++)
         pw[m] = pw[m - 1] * D;
     const double scale = exp(-0.5 * D * D);
-    const double *mu = g->mu + g->offset[k] * v * NW_FG_MOMENTS;
-    for (size_t a2 = 0; a2 < v; a2++, mu += NW_FG_MOMENTS, N += NW_FG_TERMS) {
+    const double *mu = g->mu + g->offset[k] * v * M;
+    for (size_t a2 = 0; a2 < v; a2++, mu += M, N += NW_FG_TERMS) {
         double E[NW_FG_TERMS] = {0.0}; /* E_j = sum_k (-D)^k/k! mu_{k+j}; j innermost */
         for (size_t m = p; m-- > 0;)
-            for (size_t j = 0; j < NW_FG_TERMS; j++)
+            for (size_t j = 0; j < S; j++)
                 E[j] += coef[m] * mu[m + j];
         double sum[NW_FG_TERMS] = {0.0}; /* (D + dx)^s by the binomial, s innermost */
-        for (size_t j = 0; j < NW_FG_TERMS; j++)
-            for (size_t s = j; s < NW_FG_TERMS; s++)
+        for (size_t j = 0; j < S; j++)
+            for (size_t s = j; s < S; s++)
                 sum[s] += binom[s * NW_FG_TERMS + j] * pw[s - j] * E[j];
-        for (size_t s = 0; s < NW_FG_TERMS; s++)
+        for (size_t s = 0; s < S; s++)
             N[s] += scale * sum[s];
     }
     return 1;
@@ -332,11 +404,11 @@ static void add_source_point(const nw_fs_gauss *g, size_t i, double b, double *N
     const double w = (g->x[i] - b) * g->inv_h;
     double t = exp(-0.5 * w * w);
     double pw[NW_FG_TERMS];
-    for (size_t s = 0; s < NW_FG_TERMS; s++, t *= w)
+    for (size_t s = 0; s < g->terms; s++, t *= w)
         pw[s] = t;
     for (size_t a = 0; a < g->v; a++) {
         const double c = g->c[a * g->n + i];
-        for (size_t s = 0; s < NW_FG_TERMS; s++)
+        for (size_t s = 0; s < g->terms; s++)
             N[a * NW_FG_TERMS + s] += c * pw[s];
     }
 }
@@ -383,40 +455,110 @@ int nw_fg_target(const nw_fs_gauss *g, size_t k, nw_fg_local *loc) {
         for (size_t i = js; i < je; i++)
             add_source_point(g, i, b, N);
     }
-    return order_for(loc->rho * loc->wmax, eps) != 0;
+    for (size_t q = 0; q < NW_FG_SLOTS; q++)
+        loc->order[q] = order_for(loc->rho * (double)(q + 1) / NW_FG_SLOTS * loc->wmax, eps);
+    const size_t p = loc->order[NW_FG_SLOTS - 1]; /* the rows read N_{m + b}, m < p, b <= amax */
+    return p != 0 && p + NW_FG_AMAX <= g->terms;
+}
+
+#if defined(__GNUC__)
+#define FG_INLINE static inline __attribute__((always_inline))
+#else
+#define FG_INLINE static inline
+#endif
+
+/* The Taylor order of a row at t (its slot's, rounded up: no per-row search). */
+static inline size_t row_order(const nw_fg_local *loc, double t) {
+    const double slot = loc->rho > 0.0 ? fabs(t) / loc->rho * NW_FG_SLOTS : 0.0;
+    return loc->order[slot < NW_FG_SLOTS - 1 ? (size_t)slot : NW_FG_SLOTS - 1];
+}
+
+/* Queries q0 and q1 inside loc's cluster span side by side, one per half of each pair (the
+ * same query twice with out1 NULL: one), A = amax + 1 a constant (a copy per A keeps the sums
+ * in registers); skip0 and skip1 the points left out (the CV rows' own; SIZE_MAX: none). Each
+ * query gets exactly the sums it would get alone: beyond its own order its Taylor
+ * coefficients are exact zeros, which add nothing. T_b = sum_{m<p} t^m/m! N_{m+b}, the terms
+ * in ascending m (the coefficients' chain and the sums overlap). The sums come out times
+ * e^{t^2/2}, a factor common to the row (the estimates are its ratios, and |t| <= rho keeps
+ * it within e^{1/8}), so a point at the query adds c e^{t^2/2}. */
+FG_INLINE void local_pair(const nw_fs_gauss *g, const nw_fg_local *loc, double q0, double q1,
+                          size_t skip0, size_t skip1, size_t A, double *out0, double *out1) {
+    const size_t n = g->n, v = g->v;
+    const double t0 = (q0 - loc->b) * g->inv_h, t1 = (q1 - loc->b) * g->inv_h;
+    const size_t p0 = row_order(loc, t0), p1 = row_order(loc, t1), p = p0 > p1 ? p0 : p1;
+    fs_pair coef[NW_FG_PMAX]; /* t^m / m!, 0 from the half's own order on */
+    coef[0] = p_dup(1.0);
+    for (size_t m = 1; m < p; m++)
+        coef[m] = p_mul(coef[m - 1],
+                        p_set(m < p0 ? t0 * inv_int[m] : 0.0, m < p1 ? t1 * inv_int[m] : 0.0));
+    const fs_pair minus_t = p_set(-t0, -t1);
+    for (size_t a = 0; a < v; a++) {
+        const double *N = loc->N + a * NW_FG_TERMS;
+        fs_pair T[NW_FG_AMAX + 1];
+        for (size_t b = 0; b < A; b++)
+            T[b] = p_dup(N[b]);
+        for (size_t m = 1; m < p; m++)
+            for (size_t b = 0; b < A; b++)
+                T[b] = p_add(T[b], p_mul(coef[m], p_dup(N[m + b])));
+        for (size_t i = 0; i < A; i++) { /* (w - t)^i = sum_b binom(i, b) (-t)^{i-b} w^b */
+            fs_pair sum = p_zero(), pw = p_dup(1.0);
+            double binom = 1.0;
+            for (size_t b = i + 1; b-- > 0;) {
+                sum = p_add(sum, p_mul(p_mul(p_dup(binom), pw), T[b]));
+                binom = binom * (double)b / (double)(i - b + 1);
+                pw = p_mul(pw, minus_t);
+            }
+            double h[2];
+            p_store(h, sum);
+            out0[a * A + i] = h[0];
+            if (out1 != NULL)
+                out1[a * A + i] = h[1];
+        }
+    }
+    if (skip0 != SIZE_MAX) { /* leave the row's own point out */
+        const double self = exp(0.5 * t0 * t0);
+        for (size_t a = 0; a < v; a++)
+            out0[a * A] -= g->c[a * n + skip0] * self;
+    }
+    if (out1 != NULL && skip1 != SIZE_MAX) {
+        const double self = exp(0.5 * t1 * t1);
+        for (size_t a = 0; a < v; a++)
+            out1[a * A] -= g->c[a * n + skip1] * self;
+    }
+}
+
+#define FG_LOCAL_CASES(Q0, Q1, S0, S1)                                                           \
+    switch (amax) {                                                                                \
+    case 0:                                                                                        \
+        local_pair(g, loc, Q0, Q1, S0, S1, 1, out0, out1);                                         \
+        return;                                                                                    \
+    case 2:                                                                                        \
+        local_pair(g, loc, Q0, Q1, S0, S1, 3, out0, out1);                                         \
+        return;                                                                                    \
+    case 4:                                                                                        \
+        local_pair(g, loc, Q0, Q1, S0, S1, 5, out0, out1);                                         \
+        return;                                                                                    \
+    default:                                                                                       \
+        local_pair(g, loc, Q0, Q1, S0, S1, amax + 1, out0, out1);                                  \
+    }
+
+void nw_fg_moments_local2(const nw_fs_gauss *g, const nw_fg_local *loc, size_t j0, size_t j1,
+                          size_t amax, double *out0, double *out1) {
+    FG_LOCAL_CASES(g->x[j0], g->x[j1], j0, j1)
 }
 
 void nw_fg_moments_local(const nw_fs_gauss *g, const nw_fg_local *loc, size_t j, size_t amax,
                          double *out) {
-    const size_t n = g->n, v = g->v, A = amax + 1;
-    const double q = g->x[j], t = (q - loc->b) * g->inv_h;
-    /* the nearest other point, for the common scale e^{r_near^2/2} */
-    double near = INFINITY;
-    if (j > 0)
-        near = fmin(near, (q - g->x[j - 1]) * g->inv_h);
-    if (j + 1 < n)
-        near = fmin(near, (g->x[j + 1] - q) * g->inv_h);
-    const size_t p = order_for(fabs(t) * loc->wmax, g->eps / 400.0);
-    double coef[NW_FG_PMAX];
-    coef[0] = 1.0;
-    for (size_t m = 1; m < p; m++)
-        coef[m] = coef[m - 1] * t * inv_int[m];
-    const double scale = exp(0.5 * (near - t) * (near + t));
-    for (size_t a = 0; a < v; a++) {
-        const double *N = loc->N + a * NW_FG_TERMS;
-        double T[NW_FG_AMAX + 1] = {0.0};
-        for (size_t m = p; m-- > 0;) /* b innermost: independent chains */
-            for (size_t b = 0; b < A; b++)
-                T[b] += coef[m] * N[m + b];
-        for (size_t i = 0; i < A; i++) { /* (w - t)^i = sum_b binom(i, b) (-t)^{i-b} w^b */
-            double sum = 0.0, binom = 1.0, pw = 1.0;
-            for (size_t b = i + 1; b-- > 0;) {
-                sum += binom * pw * T[b];
-                binom = binom * (double)b / (double)(i - b + 1);
-                pw *= -t;
-            }
-            out[a * A + i] = scale * sum;
-        }
-        out[a * A] -= g->c[a * n + j] * exp(0.5 * near * near); /* leave j out */
-    }
+    double *out0 = out, *out1 = NULL; /* both halves the same row */
+    FG_LOCAL_CASES(g->x[j], g->x[j], j, j)
+}
+
+void nw_fg_moments_at_local(const nw_fs_gauss *g, const nw_fg_local *loc, double q0, double q1,
+                            size_t amax, double *out0, double *out1) {
+    FG_LOCAL_CASES(q0, q1, SIZE_MAX, SIZE_MAX)
+}
+#undef FG_LOCAL_CASES
+
+int nw_fg_inside(const nw_fs_gauss *g, size_t k, double q) {
+    return q >= g->x[g->start[k]] && q <= g->x[g->start[k + 1] - 1];
 }

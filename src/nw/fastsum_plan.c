@@ -93,8 +93,28 @@ static void cv_block(void *arg, size_t b, size_t worker) {
     nw_fs_cv_rows(model, fs, &blk, job->want_grad, plan->train.y, wk, left, right, plan->partial);
 }
 
+/* One row's CV term from its moments mom (sum u^a K, then sum y u^a K; one y column):
+ * nw_finish_row's closed form, inline. */
+static inline void gauss_cv_row(const nw_model *one, size_t amax, int want_grad, const double *mom,
+                                const float *y, double *partial) {
+    const int ll = one->p == 2;
+    const double *km = mom, *ky = mom + amax + 1;
+    double m[4] = {km[0], 0.0, 0.0, 0.0}, b[2] = {ky[0], 0.0}, dm[4] = {0.0}, db[2] = {0.0},
+           yhat, dyhat = 0.0;
+    if (ll)
+        m[2] = km[1], m[3] = km[2], b[1] = ky[1];
+    if (want_grad) { /* G u^2 = u^2 K: the moments two powers up */
+        dm[0] = km[2], db[0] = ky[2];
+        if (ll)
+            dm[2] = km[3], dm[3] = km[4], db[1] = ky[3];
+    }
+    const unsigned flags = nw_finish_one(ll, m, b, want_grad ? dm : NULL, db, &yhat, &dyhat);
+    nw_cv_add_row(one, flags, &yhat, &dyhat, y, 0, want_grad, 1.0, partial);
+}
+
 /* The Gaussian: job->rows leave-one-out rows (whole units). Consecutive rows of one dense
- * cluster share its target expansion; the others walk the clusters. A row's result does not
+ * cluster share its target expansion (two rows at a time with one y column); the others walk
+ * the clusters. A row's result does not
  * depend on where its run of rows starts (an expansion is built from its cluster alone), so
  * the runs are long (NW_FG_RUNS of them): each start rebuilds its first cluster's expansion,
  * which at n = 10^6 with one run per NW_FS_BLOCK cost more than all the rows. */
@@ -105,22 +125,35 @@ static void cv_gauss_block(void *arg, size_t blk_index, size_t worker) {
     const nw_fs_gauss *g = &plan->fastsum->g;
     nw_worker *wk = &plan->workers[worker];
     const size_t n = plan->n, d = model->d, amax = nw_fg_amax(model, job->want_grad);
+    const float *y = plan->train.y;
+    const nw_model one = {model->kernel, model->degree, model->empty, 1, 1, model->p,
+                          model->tolerance};
     nw_fs_block blk;
     double *mom, *unused;
     worker_scratch(plan, worker, &blk, &mom, &unused);
-    nw_fg_local loc = {SIZE_MAX, 0.0, 0.0, 0.0, mom + g->v * (NW_FG_AMAX + 1)};
+    nw_fg_local loc = {.k = SIZE_MAX, .N = mom + g->v * (NW_FG_AMAX + 1)};
     int local = 0;
     const size_t s0 = blk_index * job->rows, e0 = s0 + job->rows < n ? s0 + job->rows : n;
     for (size_t u = s0 / NW_UNIT_ROWS; u < nw_units(e0); u++)
         memset(plan->partial + u * (3 + d), 0, (3 + d) * sizeof(double));
     size_t k = nw_fg_cluster_of(g, s0), last = 0;
     for (size_t j = s0; j < e0; j++) {
-        nw_sums s;
-        nw_sums_init(&s, wk->sums_mem, model, job->want_grad);
         while (g->start[k + 1] <= j) /* the cluster of j: rows ascend */
             k++;
         if (k != loc.k)
             local = nw_fg_target(g, k, &loc), loc.k = k;
+        if (local && model->dv == 1) { /* two rows of the cluster at a time */
+            const size_t j1 = j + 1 < e0 && j + 1 < g->start[k + 1] ? j + 1 : j;
+            double out0[2 * (NW_FG_AMAX + 1)], out1[2 * (NW_FG_AMAX + 1)];
+            nw_fg_moments_local2(g, &loc, j, j1, amax, out0, out1);
+            gauss_cv_row(&one, amax, job->want_grad, out0, y + j,
+                         plan->partial + j / NW_UNIT_ROWS * (3 + d));
+            if (j1 != j)
+                gauss_cv_row(&one, amax, job->want_grad, out1, y + j1,
+                             plan->partial + j1 / NW_UNIT_ROWS * (3 + d));
+            j = j1;
+            continue;
+        }
         if (local)
             nw_fg_moments_local(g, &loc, j, amax, mom);
         else { /* the position of x_j: its last duplicate (a scan: rows ascend) */
@@ -130,11 +163,17 @@ static void cv_gauss_block(void *arg, size_t blk_index, size_t worker) {
                 last++;
             nw_fg_moments(g, g->x[j], last, j, amax, mom);
         }
+        double *partial = plan->partial + j / NW_UNIT_ROWS * (3 + d);
+        if (model->dv == 1) {
+            gauss_cv_row(&one, amax, job->want_grad, mom, y + j, partial);
+            continue;
+        }
+        nw_sums s;
+        nw_sums_init(&s, wk->sums_mem, model, job->want_grad);
         nw_fg_row_sums(model, amax, mom, &s);
         unsigned flags = nw_finish_row(model, &s, 1, wk->work, wk->yhat,
                                        job->want_grad ? wk->dyhat : NULL, NULL);
-        nw_cv_add_row(model, flags, wk->yhat, wk->dyhat, plan->train.y + j, n, job->want_grad, 1.0,
-                      plan->partial + j / NW_UNIT_ROWS * (3 + d));
+        nw_cv_add_row(model, flags, wk->yhat, wk->dyhat, y + j, n, job->want_grad, 1.0, partial);
     }
 }
 
@@ -173,6 +212,7 @@ typedef struct predict_job {
     const size_t *order, *start; /* sorted queries; block b's: order[start[b] .. start[b+1]) */
     size_t m;
     size_t *flagged; /* per block (per unit for the Gaussian) */
+    size_t per;      /* the Gaussian: units per run */
 } predict_job;
 
 /* The count of points <= q, from next, the count for an earlier (smaller) query. */
@@ -223,30 +263,52 @@ int nw_fs_predict_scratch(size_t n, size_t m, size_t *count) {
     return nw_mul(m, 2, count) && nw_add(*count, 3 * (n / NW_FS_BLOCK + 2), count);
 }
 
-/* The Gaussian: one unit of NW_UNIT_ROWS sorted queries. */
-static void predict_gauss_unit(void *arg, size_t unit, size_t worker) {
+/* The Gaussian: a run of job->per units of NW_UNIT_ROWS sorted queries. A query inside a
+ * dense cluster's span takes that cluster's target expansion (built once per run and cluster,
+ * as the CV rows' are), the others walk the clusters; a query's result does not depend on its
+ * run. */
+static void predict_gauss_run(void *arg, size_t run, size_t worker) {
     const predict_job *job = arg;
     nw_plan *plan = job->plan;
     const nw_model *model = &plan->model;
     const nw_fs_gauss *g = &plan->fastsum->g;
     const nw_fastsum *fs = &plan->fastsum->fs;
     nw_worker *wk = &plan->workers[worker];
-    const size_t amax = nw_fg_amax(model, 0), m = job->m;
+    const size_t amax = nw_fg_amax(model, 0), m = job->m, units = nw_units(m);
     nw_fs_block blk;
     double *mom, *unused;
     worker_scratch(plan, worker, &blk, &mom, &unused);
-    job->flagged[unit] = 0;
-    const size_t end = (unit + 1) * NW_UNIT_ROWS < m ? (unit + 1) * NW_UNIT_ROWS : m;
-    size_t next = 0;
-    for (size_t r = unit * NW_UNIT_ROWS; r < end; r++) {
-        const size_t i = job->order[r];
-        const double q = (double)job->xq[i * job->ldq];
-        next = r == unit * NW_UNIT_ROWS ? nw_fs_locate(fs, q) + 1 : advance(fs, next, q);
-        nw_sums s;
-        nw_sums_init(&s, wk->sums_mem, model, 0);
-        nw_fg_moments(g, q, next - 1, SIZE_MAX, amax, mom);
-        nw_fg_row_sums(model, amax, mom, &s);
-        job->flagged[unit] += (size_t)store_row(job, wk, i, &s);
+    nw_fg_local loc = {.k = SIZE_MAX, .N = mom + g->v * (NW_FG_AMAX + 1)};
+    int local = 0;
+    const size_t u0 = run * job->per, u1 = u0 + job->per < units ? u0 + job->per : units;
+    size_t next = 0, k = 0;
+    for (size_t u = u0; u < u1; u++) {
+        job->flagged[u] = 0;
+        const size_t end = (u + 1) * NW_UNIT_ROWS < m ? (u + 1) * NW_UNIT_ROWS : m;
+        for (size_t r = u * NW_UNIT_ROWS; r < end; r++) {
+            const size_t i = job->order[r];
+            const double q = (double)job->xq[i * job->ldq];
+            if (r == u0 * NW_UNIT_ROWS) {
+                next = nw_fs_locate(fs, q) + 1;
+                k = next > 0 ? nw_fg_cluster_of(g, next - 1) : 0;
+            } else
+                next = advance(fs, next, q);
+            while (next > 0 && g->start[k + 1] <= next - 1) /* the cluster of x_{next-1} */
+                k++;
+            nw_sums s;
+            nw_sums_init(&s, wk->sums_mem, model, 0);
+            if (next > 0 && nw_fg_inside(g, k, q)) {
+                if (k != loc.k)
+                    local = nw_fg_target(g, k, &loc), loc.k = k;
+            } else
+                local = 0, loc.k = SIZE_MAX;
+            if (local)
+                nw_fg_moments_at_local(g, &loc, q, q, amax, mom, NULL);
+            else
+                nw_fg_moments(g, q, next - 1, SIZE_MAX, amax, mom);
+            nw_fg_row_sums(model, amax, mom, &s);
+            job->flagged[u] += (size_t)store_row(job, wk, i, &s);
+        }
     }
 }
 
@@ -260,14 +322,16 @@ size_t nw_fs_predict(nw_plan *plan, size_t m, const float *xq, size_t ldq, float
         order = plan->train.perm; /* the fitted values: the data's own order */
     else
         nw_sort_order(m, xq, ldq, sorted, tmp);
-    predict_job job = {plan, xq, ldq, yq, ldyq, row_flags, order, start, m, flagged};
+    predict_job job = {plan, xq, ldq, yq, ldyq, row_flags, order, start, m, flagged, 0};
     size_t total = 0;
     if (plan->fastsum->gauss) { /* units of sorted queries; flagged per unit in tmp */
         const size_t units = nw_units(m);
         job.flagged = tmp;
+        job.per = (units + NW_FG_RUNS - 1) / NW_FG_RUNS;
         nw_fg_prepare(&plan->fastsum->g, plan->inv_h[0], plan->fastsum->eps, plan->team,
                       plan->threads);
-        nw_parallel_for(plan->team, plan->threads, units, predict_gauss_unit, &job);
+        nw_parallel_for(plan->team, plan->threads, (units + job.per - 1) / job.per,
+                        predict_gauss_run, &job);
         for (size_t u = 0; u < units; u++)
             total += tmp[u];
         return total;
