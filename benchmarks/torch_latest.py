@@ -3,7 +3,8 @@ backward target): F.scaled_dot_product_attention (its CPU flash-attention kernel
 and backward at d = 64, m = n = 4096 and 16384, with and without a causal mask;
 nn.MultiheadAttention (B = 8, T = 512, E = 512, 8 heads) forward, and forward + backward;
 the 1-D Gaussian Nadaraya-Watson at m = n = 16384 as people write it in torch
-(softmax(-cdist(q, k)^2 / 2h^2) @ v). libnwattn runs its FUSED backend (nwattn.pool,
+(softmax(-cdist(q, k)^2 / 2h^2) @ v), and by KeOps where pykeops imports (its CPU code;
+`pip install pykeops` in the same venv). libnwattn runs its FUSED backend (nwattn.pool,
 pool_backward) and nwattn.attention / nwattn.autograd.attention.
 
 PyPI's torch is large, so it stays out of CI and the quick start: install it in a virtual
@@ -118,10 +119,27 @@ def _cases(threads, quick, only):
             with torch.no_grad():
                 torch.softmax(-torch.cdist(q, k) ** 2 / (2 * h * h), dim=1) @ v
 
-        cases["nw1d gaussian"] = ({
+        impls = {
             "nwattn": lambda: nwattn.pool(qn, kn, vn, score="gaussian", bandwidth=h, ctx=fused),
-            "torch": torch_nw}, 1)
+            "torch": torch_nw}
+        keops = _keops_nw(qn, kn, vn, h)
+        if keops is not None:
+            impls["keops"] = keops
+        cases["nw1d gaussian"] = (impls, 1)
     return cases
+
+
+def _keops_nw(qn, kn, vn, h):
+    """KeOps' symbolic reduction for the same 1-D NW sums (pykeops.numpy, its CPU code: OpenMP
+    over rows, OMP_NUM_THREADS), or None where pykeops does not import. Its first call compiles
+    the formula (seconds); the warm-up call below pays that."""
+    try:
+        from pykeops.numpy import LazyTensor
+    except ImportError:
+        return None
+    x_i, y_j, v_j = LazyTensor(qn[:, None, :]), LazyTensor(kn[None, :, :]), LazyTensor(vn[None, :, :])
+    scores = -((x_i - y_j) ** 2).sum(-1) / (2 * h * h)
+    return lambda: scores.sumsoftmaxweight(v_j, axis=1)
 
 
 def measure(threads, rounds, quick=False, only=""):
@@ -138,13 +156,15 @@ def measure(threads, rounds, quick=False, only=""):
             for impl, fn in impls.items():
                 per[impl].append(_best(fn, calls))
         row = {"case": name, "threads": threads,
-               "ms": {i: 1e3 * statistics.median(ts) for i, ts in per.items()},
-               "torch / nwattn": statistics.median(
-                   a / b for a, b in zip(per["torch"], per["nwattn"]))}
+               "ms": {i: 1e3 * statistics.median(ts) for i, ts in per.items()}}
+        for rival in (i for i in impls if i != "nwattn"):  # "torch / nwattn", "keops / nwattn"
+            row[f"{rival} / nwattn"] = statistics.median(
+                a / b for a, b in zip(per[rival], per["nwattn"]))
         rows.append(row)
         print(f"{name:30s} T={threads} " + "  ".join(
-            f"{i} {v:10.3f} ms" for i, v in row["ms"].items()) +
-            f"  torch/nwattn {row['torch / nwattn']:.2f}", flush=True)
+            f"{i} {v:10.3f} ms" for i, v in row["ms"].items()) + "".join(
+            f"  {r.replace(' ', '')} {row[r]:.2f}" for r in row if r.endswith("/ nwattn")),
+            flush=True)
     import nwattn
     return {"rows": rows, "openblas": blas["blas"], "blas_core": blas["blas_core"],
             "nwattn_context": nwattn.Context("fused", threads=threads).describe(),
