@@ -688,10 +688,13 @@ typedef enum nwattn_kernel {
  *   The rows are spread over the context's threads in fixed blocks: the same bits for any
  *   thread count. docs/regression.md has the methods and measurements.
  * - AUTO: FASTSUM where it can run and its predicted cost is below the direct path's
- *   m · window points (window from the data's range, the bandwidth and e^-(17 + ln n)); else
- *   DIRECT. Predicted fast-sum cost: Laplace family 3 n + m recursion steps of (1 + dv)·k^2
- *   flops (k = 2 .. 7 moments); Gaussian 29 n moment terms plus about 16 clusters of 24 terms
- *   and 3 sums per row, times 1 + dv. */
+ *   m · window points (window from the data's range, the bandwidth and e^-(17 + ln n); for
+ *   local constant Gaussian and Laplace predictions, whose direct path is the dense pool,
+ *   m · n pairs at half a window point each); else DIRECT. Predicted fast-sum cost: Laplace
+ *   family 3 n + m recursion steps of (1 + dv)·k^2 flops (k = 2 .. 7 moments); Gaussian,
+ *   where its clusters of width h/2 would hold 24 points or more were the data spread evenly,
+ *   20 n + 150 m, else 8 m · window (the rows then sum points one by one), times 1 + dv
+ *   (units: one direct window point per vector; measured, docs/regression.md). */
 typedef enum nwattn_nw_method {
     NWATTN_NW_METHOD_AUTO = 0,
     NWATTN_NW_METHOD_DIRECT = 1,

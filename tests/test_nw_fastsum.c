@@ -351,6 +351,49 @@ static void test_forcing(void **state) {
     nwattn_context_destroy(ctx);
 }
 
+/* AUTO's choice for the Gaussian (nwattn.h): the fast sums where its clusters of width h/2 are
+ * dense, the direct rows where they are not even when the window is wide (there the fast sums
+ * sum points one by one with a scalar exp: several times slower); dense, also for local
+ * constant predictions, whose alternative is the dense pool. A choice shows as bits equal to
+ * the forced method's. */
+static void test_auto_choice_gaussian(void **state) {
+    (void)state;
+    nwattn_rng rng;
+    nwattn_rng_seed(&rng, 31);
+    const size_t n = test_small_shapes() ? 2000 : 5000; /* 2000: still 30 points a cluster */
+    float *x = nt_alloc(n * sizeof(float)), *y = nt_alloc(n * sizeof(float)),
+          *fit = nt_alloc(3 * n * sizeof(float));
+    for (size_t j = 0; j < n; j++) {
+        x[j] = (float)(10.0 * nwattn_rng_uniform(&rng));
+        y[j] = (float)(sin(x[j]) + 0.2 * nwattn_rng_normal(&rng));
+    }
+    const nwattn_nw_method methods[] = {NWATTN_NW_METHOD_AUTO, NWATTN_NW_METHOD_DIRECT,
+                                        NWATTN_NW_METHOD_FASTSUM};
+    /* dense: h = 0.3 (75 points per cluster); sparse: 21 points per cluster, a window of
+     * about 690 points whatever n */
+    const float hs[2] = {0.3f, 42.0f * 10.0f / (float)n};
+    for (size_t b = 0; b < 2; b++) {
+        nwattn_regression model = {NWATTN_KERNEL_GAUSSIAN, NWATTN_LOCAL_CONSTANT, 0};
+        double cv[3];
+        for (size_t i = 0; i < 3; i++) {
+            nwattn_context *ctx = method_context(methods[i], 2);
+            NT_ASSERT_OK(ctx, nwattn_nw_cv(ctx, &model, n, 1, 1, x, 1, y, 1, 1, &hs[b], 1, &cv[i],
+                                           NULL, 0, NULL));
+            NT_ASSERT_OK(ctx, nwattn_nw_predict(ctx, &model, &hs[b], n, n, 1, 1, x, 1, x, 1, y, 1,
+                                                fit + i * n, 1, NULL, 0, NULL, NULL));
+            nwattn_context_destroy(ctx);
+        }
+        assert_true(cv[1] != cv[2]); /* the two methods are told apart by their bits */
+        if (!(b == 0 ? cv[0] == cv[2] : cv[0] == cv[1]))
+            fail_msg("h = %g: AUTO's CV %.17g, direct %.17g, fast sums %.17g", (double)hs[b],
+                     cv[0], cv[1], cv[2]);
+        if (b == 0) /* local constant predictions: the fast sums, not the dense pool */
+            assert_true(memcmp(fit, fit + 2 * n, n * sizeof(float)) == 0 &&
+                        memcmp(fit, fit + n, n * sizeof(float)) != 0);
+    }
+    free(x), free(y), free(fit);
+}
+
 /* The same bits for any thread count, every fast-sum kernel family and degree (the Gaussian's
  * rows run two at a time: each row's sums must not depend on its neighbour). */
 static void test_threads_same_bits(void **state) {
@@ -568,6 +611,7 @@ int main(void) {
         cmocka_unit_test(test_all_equal_but_one),
         cmocka_unit_test(test_select_matches_reference),
         cmocka_unit_test(test_forcing),
+        cmocka_unit_test(test_auto_choice_gaussian),
         cmocka_unit_test(test_threads_same_bits),
         cmocka_unit_test(test_fitted_same_bits),
         cmocka_unit_test(test_gauss_bound),

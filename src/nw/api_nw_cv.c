@@ -32,7 +32,7 @@ nwattn_status nwattn_nw_cv(nwattn_context *ctx, const nwattn_regression *model, 
     for (size_t g = 0; g < n_bw; g++)
         widest = fmax(widest, (double)bandwidths[g * ldb]);
     int fast;
-    NW_TRY(nw_select_path(ctx, &mod, n, n, x, ldx, widest, 0, &fast));
+    NW_TRY(nw_select_path(ctx, &mod, n, n, x, ldx, widest, 0, 0, &fast));
 
     const size_t threads = fast ? ctx->workers.threads : 1;
     size_t plan_bytes = nw_plan_bytes(&mod, fast, n, threads, nw_units(n)), bytes;

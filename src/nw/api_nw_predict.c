@@ -179,9 +179,11 @@ nwattn_status nwattn_nw_predict(nwattn_context *ctx, const nwattn_regression *mo
     }
 
     int fast;
-    NW_TRY(nw_select_path(ctx, &mod, n, m, x, ldx, (double)bandwidths[0], weights != NULL, &fast));
-    if (fast != NW_PATH_FASTSUM && mod.degree == NWATTN_LOCAL_CONSTANT &&
-        (mod.kernel == NWATTN_KERNEL_GAUSSIAN || mod.kernel == NWATTN_KERNEL_LAPLACE)) {
+    const int pooled = mod.degree == NWATTN_LOCAL_CONSTANT &&
+                       (mod.kernel == NWATTN_KERNEL_GAUSSIAN || mod.kernel == NWATTN_KERNEL_LAPLACE);
+    NW_TRY(nw_select_path(ctx, &mod, n, m, x, ldx, (double)bandwidths[0], weights != NULL, pooled,
+                          &fast));
+    if (fast != NW_PATH_FASTSUM && pooled) {
         NW_TRY(predict_pooled(ctx, &call, &mod, bandwidths, m, n, xq, ldq, x, ldx, y, ldy, yq, ldyq,
                               weights, ldw));
         if (row_flags != NULL)

@@ -123,6 +123,10 @@ void nw_fs_cv_rows(const nw_model *model, const nw_fastsum *fs, const nw_fs_bloc
 /* ---- The Gaussian (fastsum_gauss.c): a 1-D fast Gauss transform with a stated bound ------ */
 #define NW_FG_AMAX 4 /* powers of u summed: local linear's u^2 times the derivative's u^2 */
 #define NW_FG_PMAX 24 /* Taylor terms at most */
+#define NW_FG_MIN_POINTS 24 /* smaller clusters are always summed directly */
+/* Cluster width in h (radius rho <= width / 2): at 1/2, z = rho |dy| <= 2.3 within the
+ * e^-(17 + ln n) reach, where 24 terms give 1e-12. */
+#define NW_FG_WIDTH 0.5
 
 typedef struct nw_fs_gauss {
     size_t n, v, clusters;

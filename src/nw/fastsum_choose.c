@@ -4,10 +4,18 @@
 
 #include "fastsum.h"
 
-/* Relative cost of one window point of the direct path and of one flop of a recursion step,
- * measured (docs/regression.md: benchmarks/fastsum_bench.c on the development machine). */
+/* Relative costs, measured (docs/regression.md: fastsum_bench and a crossover sweep on the
+ * Intel Xeon), per vector (1 + dv): one window point of the direct rows (about 0.2 ns), one
+ * (query, point) pair of the dense pool that local constant Gaussian and Laplace predictions
+ * take off the fast sums, one flop of a recursion step; the Gaussian's moments per point, a
+ * dense cluster's row (its share of the expansion and its Taylor sums), and a window point a
+ * row sums directly where the clusters are small (a scalar exp each). */
 #define NW_COST_DIRECT_POINT 1.0
+#define NW_COST_POOLED_PAIR 0.5
 #define NW_COST_FASTSUM_FLOP 0.5
+#define NW_COST_GAUSS_MOMENTS 20.0
+#define NW_COST_GAUSS_ROW 150.0
+#define NW_COST_GAUSS_WALK 8.0
 
 static double range_of(size_t n, const float *x, size_t ldx) {
     double lo = INFINITY, hi = -INFINITY;
@@ -18,9 +26,10 @@ static double range_of(size_t n, const float *x, size_t ldx) {
     return hi - lo;
 }
 
-/* Whether the fast sums are predicted to be cheaper than the direct rows. */
+/* Whether the fast sums are predicted to be cheaper than the direct rows (pooled: than the
+ * dense pool, which sees every point). */
 static int fastsum_cheaper(const nw_model *model, size_t n, size_t m, const float *x, size_t ldx,
-                           double h) {
+                           double h, int pooled) {
     const double dn = (double)n, t = 17.0 + log(dn);
     /* the direct window's half-width in h (fast_rows_impl.h's window_1d) */
     const double tail = model->kernel == NWATTN_KERNEL_GAUSSIAN ? sqrt(2.0 * t)
@@ -32,16 +41,23 @@ static int fastsum_cheaper(const nw_model *model, size_t n, size_t m, const floa
     double window = range > 0.0 ? 1.0 + dn * fmin(1.0, 2.0 * (tail + 1.0) * h / range) : dn;
     window = fmin(window, dn);
     const double k1 = (double)nw_fs_moments_needed(model, 1), v = 1.0 + (double)model->dv;
-    const double direct = (double)m * window * v * NW_COST_DIRECT_POINT;
+    const double direct = pooled ? (double)m * dn * v * NW_COST_POOLED_PAIR
+                                 : (double)m * window * v * NW_COST_DIRECT_POINT;
     double fastsum = (3.0 * dn + (double)m) * v * k1 * (k1 + 1.0) * NW_COST_FASTSUM_FLOP +
                      (double)m * log2(dn + 1.0);
-    if (model->kernel == NWATTN_KERNEL_GAUSSIAN) /* moments; ~16 clusters of 24 terms, 3 sums */
-        fastsum = (dn * 29.0 + (double)m * 16.0 * 24.0 * 3.0) * v * NW_COST_FASTSUM_FLOP;
+    if (model->kernel == NWATTN_KERNEL_GAUSSIAN) {
+        /* points per cluster of width NW_FG_WIDTH h, were they spread evenly */
+        const double per_cluster = range > 0.0 ? dn * NW_FG_WIDTH * h / range : dn;
+        fastsum = per_cluster >= NW_FG_MIN_POINTS
+                      ? (dn * NW_COST_GAUSS_MOMENTS + (double)m * NW_COST_GAUSS_ROW) * v
+                      : (double)m * window * v * NW_COST_GAUSS_WALK;
+    }
     return fastsum < direct;
 }
 
 nwattn_status nw_select_path(nwattn_context *ctx, const nw_model *model, size_t n, size_t m,
-                             const float *x, size_t ldx, double h, int weights, int *path) {
+                             const float *x, size_t ldx, double h, int weights, int pooled,
+                             int *path) {
     int fast;
     NW_TRY(nw_select_fast(ctx, &fast));
     const int can = model->d == 1 && nw_fs_kernel_supported(model->kernel) && !weights;
@@ -62,7 +78,8 @@ nwattn_status nw_select_path(nwattn_context *ctx, const nw_model *model, size_t 
         *path = NW_PATH_DIRECT;
         return NWATTN_OK;
     default:
-        *path = can && fastsum_cheaper(model, n, m, x, ldx, h) ? NW_PATH_FASTSUM : NW_PATH_DIRECT;
+        *path = can && fastsum_cheaper(model, n, m, x, ldx, h, pooled) ? NW_PATH_FASTSUM
+                                                                        : NW_PATH_DIRECT;
         return NWATTN_OK;
     }
 }

@@ -26,10 +26,6 @@
 
 #define NW_FG_TERMS (NW_FG_PMAX + NW_FG_AMAX + 1) /* target moments N_s, s < TERMS */
 #define NW_FG_MOMENTS (NW_FG_PMAX + NW_FG_TERMS)      /* source moments: M2L needs k + s */
-#define NW_FG_MIN_POINTS 24  /* smaller clusters are always summed directly */
-/* Cluster width in h (radius rho <= width / 2): at 1/2, z = rho |dy| <= 2.3 within the
- * e^-(17 + ln n) reach, where 24 terms give 1e-12. */
-#define NW_FG_WIDTH 0.5
 
 /* 1 / m: the Taylor coefficients' chains multiply (a division per term was their latency). */
 static const double inv_int[NW_FG_PMAX + 1] = {

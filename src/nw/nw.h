@@ -410,9 +410,12 @@ nwattn_status nw_check_spread(nwattn_context *ctx, size_t n, size_t d, const flo
 nwattn_status nw_select_fast(nwattn_context *ctx, int *fast);
 /* The path (NW_PATH_*) of m rows over n training points at bandwidth h (d == 1: h[0]), by the
  * context's backend and method and, for NWATTN_NW_METHOD_AUTO, by predicted cost
- * (fastsum_choose.c); weights: the caller wants the m×n weights. x: the caller's training
- * inputs (their range enters the cost); h <= 0: not known yet, a rule of thumb. Fails when a forced method cannot run this model. */
+ * (fastsum_choose.c); weights: the caller wants the m×n weights; pooled: off the fast sums
+ * the rows would take the dense pool (local constant Gaussian and Laplace predictions).
+ * x: the caller's training inputs (their range enters the cost); h <= 0: not known yet, a
+ * rule of thumb. Fails when a forced method cannot run this model. */
 nwattn_status nw_select_path(nwattn_context *ctx, const nw_model *model, size_t n, size_t m,
-                             const float *x, size_t ldx, double h, int weights, int *path);
+                             const float *x, size_t ldx, double h, int weights, int pooled,
+                             int *path);
 
 #endif /* NWATTN_NW_H */

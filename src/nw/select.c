@@ -120,7 +120,7 @@ static nwattn_status select_bandwidth(nwattn_context *ctx, const nwattn_regressi
     int fast = NW_PATH_REFERENCE;
     if (obs == NULL)
         NW_TRY(nw_select_path(ctx, &mod, n, n, x, ldx,
-                              opt.start != NULL ? (double)opt.start[0] : 0.0, 0, &fast));
+                              opt.start != NULL ? (double)opt.start[0] : 0.0, 0, 0, &fast));
 
     /* Working memory: the plan; then doubles: 3 grid arrays, start, h, grad, best_h, 11 BFGS
      * vectors of d and the d×d inverse Hessian; then 2n floats for the rule of thumb. */
