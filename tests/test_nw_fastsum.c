@@ -107,6 +107,35 @@ static void test_cv_random(void **state) {
     check_cv(5, 700 / half, 1, grid, 4, 1e-8); /* signs, zeros of both signs, 3 radix digits */
 }
 
+/* The largest size against the O(n^2) REFERENCE: n = 10^4 (memcheck: 2000), the Gaussian (the
+ * engine with a truncation bound: target expansions and M2L over many clusters), both degrees,
+ * CV and gradient. (The REFERENCE's 10^8 pairs per call are the cost: the other families are
+ * compared on every shape up to n = 900 above.) */
+static void test_cv_large(void **state) {
+    (void)state;
+    const size_t n = test_small_shapes() ? 2000 : 10000;
+    nwattn_rng rng;
+    nwattn_rng_seed(&rng, 4242);
+    float *x = nt_alloc(n * sizeof(float)), *y = nt_alloc(n * sizeof(float));
+    make_data(0, n, &rng, x, y);
+    nwattn_context *ref = nt_context(NWATTN_BACKEND_REFERENCE);
+    nwattn_context *fs = method_context(NWATTN_NW_METHOD_FASTSUM, 2);
+    const float h = 0.03f; /* 50 points a cluster at n = 10^4 (10 at 2000: walked) */
+    for (int degree = 0; degree < 2; degree++) {
+        nwattn_regression model = {NWATTN_KERNEL_GAUSSIAN, (nwattn_degree)degree, 0};
+        double cv_r, cv_f, g_r, g_f;
+        NT_ASSERT_OK(ref, nwattn_nw_cv(ref, &model, n, 1, 1, x, 1, y, 1, 1, &h, 1, &cv_r, &g_r, 1,
+                                       NULL));
+        NT_ASSERT_OK(fs, nwattn_nw_cv(fs, &model, n, 1, 1, x, 1, y, 1, 1, &h, 1, &cv_f, &g_f, 1,
+                                      NULL));
+        nt_close("large CV", (size_t)degree, cv_f, cv_r, 0, 1e-9);
+        nt_close("large CV gradient", (size_t)degree, h * g_f, h * g_r, 1e-9 * cv_r, 1e-9);
+    }
+    nwattn_context_destroy(ref);
+    nwattn_context_destroy(fs);
+    free(x), free(y);
+}
+
 /* The sort of the training copy (once per call, shared by every evaluation of a selection):
  * inputs that differ only in the order of distinct values (ties keep their relative order)
  * give bit-identical CV values and gradients, by both the fast sums and the direct rows. */
@@ -604,6 +633,7 @@ static void test_value_without_gradient_bits(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_cv_random),
+        cmocka_unit_test(test_cv_large),
         cmocka_unit_test(test_sort_order_bits),
         cmocka_unit_test(test_cv_huge_offset),
         cmocka_unit_test(test_cv_extreme_bandwidths),
