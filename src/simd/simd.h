@@ -54,7 +54,8 @@ typedef struct nw_simd {
      * the base-e exponent's (see docs/numerics.md). shift is at least the largest score
      * (x_j <= 0 up to the last rounding: nw_dist1_bound); x_j below -86 counts as -86 (4.5e-38;
      * the caller keeps the row's sum above 2^-40, so such a term changes it by less than 2^-84
-     * relative); v may hold anything. */
+     * relative); on x86 subnormal results are flushed to zero during the call (MXCSR.FTZ,
+     * restored); v may hold anything. */
     float (*dist1_exp_dot)(int gaussian, float u, float inv_h, const float *k, const float *v,
                            size_t n, float shift, float *dot);
     /* *lo and *hi = the smallest and largest of x[0 .. n-1]; n > 0, no NaN. */
