@@ -152,7 +152,6 @@ void nw_fg_moments(const nw_fs_gauss *g, double q, size_t j, size_t skip, size_t
 typedef struct nw_fg_local {
     size_t k;          /* the cluster (SIZE_MAX: none yet) */
     double b, rho;     /* centre, radius in h */
-    double wmax;       /* largest |w| of the sources in reach */
     double *N;         /* v × (NW_FG_PMAX + NW_FG_AMAX + 1) target moments */
     size_t order[NW_FG_SLOTS]; /* Taylor order for |t| <= rho (q + 1) / NW_FG_SLOTS */
 } nw_fg_local;
@@ -167,10 +166,10 @@ void nw_fg_moments_local(const nw_fs_gauss *g, const nw_fg_local *loc, size_t j,
 /* The same for rows j0 and j1 side by side (each row's sums as nw_fg_moments_local's). */
 void nw_fg_moments_local2(const nw_fs_gauss *g, const nw_fg_local *loc, size_t j0, size_t j1,
                           size_t amax, double *out0, double *out1);
-/* nw_fg_moments' out (up to a factor common to the row) at queries q0 and q1 inside loc's
- * cluster span (nw_fg_inside), nothing left out; out1 NULL: q0 alone. */
-void nw_fg_moments_at_local(const nw_fs_gauss *g, const nw_fg_local *loc, double q0, double q1,
-                            size_t amax, double *out0, double *out1);
+/* nw_fg_moments' out (up to a factor common to the row) at a query q inside loc's cluster
+ * span (nw_fg_inside), nothing left out. */
+void nw_fg_moments_at_local(const nw_fs_gauss *g, const nw_fg_local *loc, double q, size_t amax,
+                            double *out);
 /* Whether q lies within cluster k's span [x_first, x_last]. */
 int nw_fg_inside(const nw_fs_gauss *g, size_t k, double q);
 /* Index of the cluster holding point j. */

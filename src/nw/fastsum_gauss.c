@@ -426,7 +426,7 @@ int nw_fg_target(const nw_fs_gauss *g, size_t k, nw_fg_local *loc) {
     loc->k = k;
     loc->b = b;
     loc->rho = 0.5 * (hi - lo) * g->inv_h;
-    loc->wmax = 0.0;
+    double wmax = 0.0; /* the largest |w| of the sources in reach */
     /* the sources in reach on each side: stop where the rest could add eps/2 of the weight of
      * any query's nearest point (r_near <= the cluster width) */
     walk w = {g, b, NW_FG_WIDTH, NW_FG_WIDTH * NW_FG_WIDTH, SIZE_MAX, 0, NULL};
@@ -435,7 +435,7 @@ int nw_fg_target(const nw_fs_gauss *g, size_t k, nw_fg_local *loc) {
         const double edge = fmax(0.0, (lo - g->x[je - 1]) * g->inv_h);
         if (j != k && negligible(&w, edge, je))
             break;
-        loc->wmax = fmax(loc->wmax, (b - g->x[js]) * g->inv_h);
+        wmax = fmax(wmax, (b - g->x[js]) * g->inv_h);
         if (g->offset[j] != SIZE_MAX && m2l(g, j, b, eps, binom, N))
             continue;
         for (size_t i = js; i < je; i++)
@@ -445,14 +445,14 @@ int nw_fg_target(const nw_fs_gauss *g, size_t k, nw_fg_local *loc) {
         const size_t js = g->start[j], je = g->start[j + 1];
         if (negligible(&w, (g->x[js] - hi) * g->inv_h, n - js))
             break;
-        loc->wmax = fmax(loc->wmax, (g->x[je - 1] - b) * g->inv_h);
+        wmax = fmax(wmax, (g->x[je - 1] - b) * g->inv_h);
         if (g->offset[j] != SIZE_MAX && m2l(g, j, b, eps, binom, N))
             continue;
         for (size_t i = js; i < je; i++)
             add_source_point(g, i, b, N);
     }
     for (size_t q = 0; q < NW_FG_SLOTS; q++)
-        loc->order[q] = order_for(loc->rho * (double)(q + 1) / NW_FG_SLOTS * loc->wmax, eps);
+        loc->order[q] = order_for(loc->rho * (double)(q + 1) / NW_FG_SLOTS * wmax, eps);
     const size_t p = loc->order[NW_FG_SLOTS - 1]; /* the rows read N_{m + b}, m < p, b <= amax */
     return p != 0 && p + NW_FG_AMAX <= g->terms;
 }
@@ -549,9 +549,10 @@ void nw_fg_moments_local(const nw_fs_gauss *g, const nw_fg_local *loc, size_t j,
     FG_LOCAL_CASES(g->x[j], g->x[j], j, j)
 }
 
-void nw_fg_moments_at_local(const nw_fs_gauss *g, const nw_fg_local *loc, double q0, double q1,
-                            size_t amax, double *out0, double *out1) {
-    FG_LOCAL_CASES(q0, q1, SIZE_MAX, SIZE_MAX)
+void nw_fg_moments_at_local(const nw_fs_gauss *g, const nw_fg_local *loc, double q, size_t amax,
+                            double *out) {
+    double *out0 = out, *out1 = NULL;
+    FG_LOCAL_CASES(q, q, SIZE_MAX, SIZE_MAX)
 }
 #undef FG_LOCAL_CASES
 

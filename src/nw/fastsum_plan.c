@@ -114,10 +114,10 @@ static inline void gauss_cv_row(const nw_model *one, size_t amax, int want_grad,
 
 /* The Gaussian: job->rows leave-one-out rows (whole units). Consecutive rows of one dense
  * cluster share its target expansion (two rows at a time with one y column); the others walk
- * the clusters. A row's result does not
- * depend on where its run of rows starts (an expansion is built from its cluster alone), so
- * the runs are long (NW_FG_RUNS of them): each start rebuilds its first cluster's expansion,
- * which at n = 10^6 with one run per NW_FS_BLOCK cost more than all the rows. */
+ * the clusters. A row's result does not depend on where its run of rows starts (an expansion
+ * is built from its cluster alone), so the runs are long (NW_FG_RUNS of them): each start
+ * rebuilds its first cluster's expansion, which at n = 10^6 with one run per NW_FS_BLOCK cost
+ * more than all the rows. */
 static void cv_gauss_block(void *arg, size_t blk_index, size_t worker) {
     const cv_job *job = arg;
     nw_plan *plan = job->plan;
@@ -297,13 +297,11 @@ static void predict_gauss_run(void *arg, size_t run, size_t worker) {
                 k++;
             nw_sums s;
             nw_sums_init(&s, wk->sums_mem, model, 0);
-            if (next > 0 && nw_fg_inside(g, k, q)) {
-                if (k != loc.k)
-                    local = nw_fg_target(g, k, &loc), loc.k = k;
-            } else
-                local = 0, loc.k = SIZE_MAX;
-            if (local)
-                nw_fg_moments_at_local(g, &loc, q, q, amax, mom, NULL);
+            const int inside = next > 0 && nw_fg_inside(g, k, q);
+            if (inside && k != loc.k) /* local: whether loc's cluster k has an expansion */
+                local = nw_fg_target(g, k, &loc), loc.k = k;
+            if (inside && local)
+                nw_fg_moments_at_local(g, &loc, q, amax, mom);
             else
                 nw_fg_moments(g, q, next - 1, SIZE_MAX, amax, mom);
             nw_fg_row_sums(model, amax, mom, &s);

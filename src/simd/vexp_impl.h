@@ -151,27 +151,31 @@ NW_MAP_INLINE float dist1_exp_dot_kind(int gaussian, float u, float inv_h, const
 /* Far keys' terms sit at the 2^-124 floor, and the floor times a value below 1/4 is a
  * subnormal float: on Intel cores each subnormal product or sum costs a microcode assist (a
  * 1-D Gaussian row whose nearest key lies many h away ran 15x slower: nwattn_pool, m = n =
- * 16384, h = 3e-5). So on x86 the row runs with subnormal results flushed to zero (MXCSR.FTZ,
- * restored on return; inputs are read as they are): what is flushed is below 2^-126 against
- * the row's largest term, 1. A per-term zero below the floor cost 10 % of the common case. */
+ * 16384, h = 3e-5, Intel Xeon, AVX-512). So on x86 the row runs with subnormal results flushed
+ * to zero (MXCSR.FTZ, restored on return; inputs are read as they are): what is flushed is
+ * below 2^-126 against the row's largest term, 1. (A per-term zero below the floor cost 10 %
+ * of the common case on that machine.) */
 #if defined(__SSE2__) || defined(_M_X64)
 #include <xmmintrin.h>
-static float dist1_exp_dot(int gaussian, float u, float inv_h, const float *k, const float *v,
-                           size_t n, float shift, float *dot) {
+static inline unsigned flush_subnormals(void) {
     const unsigned csr = _mm_getcsr();
     _mm_setcsr(csr | _MM_FLUSH_ZERO_ON);
-    const float sum = gaussian ? dist1_exp_dot_kind(1, u, inv_h, k, v, n, shift, dot)
-                               : dist1_exp_dot_kind(0, u, inv_h, k, v, n, shift, dot);
-    _mm_setcsr(csr);
-    return sum;
+    return csr;
 }
+static inline void restore_fp_mode(unsigned csr) { _mm_setcsr(csr); }
 #else
+static inline unsigned flush_subnormals(void) { return 0; }
+static inline void restore_fp_mode(unsigned csr) { (void)csr; }
+#endif
+
 static float dist1_exp_dot(int gaussian, float u, float inv_h, const float *k, const float *v,
                            size_t n, float shift, float *dot) {
-    return gaussian ? dist1_exp_dot_kind(1, u, inv_h, k, v, n, shift, dot)
-                    : dist1_exp_dot_kind(0, u, inv_h, k, v, n, shift, dot);
+    const unsigned csr = flush_subnormals();
+    const float sum = gaussian ? dist1_exp_dot_kind(1, u, inv_h, k, v, n, shift, dot)
+                               : dist1_exp_dot_kind(0, u, inv_h, k, v, n, shift, dot);
+    restore_fp_mode(csr);
+    return sum;
 }
-#endif
 
 /* The smallest and largest of x[0 .. n-1] (n > 0, no NaN). */
 static void range(const float *x, size_t n, float *lo, float *hi) {
