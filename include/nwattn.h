@@ -177,9 +177,11 @@ NWATTN_API nwattn_status nwattn_context_get_tiles(const nwattn_context *ctx, siz
  * kernels (then the fused SDPA multiplies by a transposed copy of each key tile), the cache
  * sizes read and where from, the tile override, and
  * the tiles the fused path takes for three shapes (scaled dot product d = 64, the 1-D
- * Gaussian, d = 8 distances), e.g.
+ * Gaussian, d = 8 distances: query rows per product × keys) and how many such row groups a
+ * unit of work holds at most (it prepares each key tile once for all of them; fewer where the
+ * call has few row blocks, 1 with a row override), e.g.
  *   "simd=avx2 cpu=avx512 blas=Haswell small_products=0 l1d=49152 l2=1048576
- *    caches=sysconf override=0x0 tiles: dot64=64x64 nw1d=64x3072 dist8=64x256"
+ *    caches=sysconf override=0x0 tiles: dot64=64x64 nw1d=64x3072 dist8=64x256 groups<=4"
  * (one line). Writes at most `size` bytes including the terminating NUL into buf (buf may be
  * NULL when size is 0) and returns the length of the whole text, as snprintf does; 0 for
  * ctx == NULL. */

@@ -155,6 +155,8 @@ static const shape shapes[] = {
     {2, 9, 0, 4, 3},    /* no keys */
     {2, 70, 600, 1, 1}, /* 1-D Nadaraya-Watson: direct distances, dot products for P·V */
     {1, 65, 300, 1, 4}, /* d = 1 with several values per key */
+    {12, 150, 131, 8, 3}, /* 36 row blocks: units of two product groups, the last one partial */
+    {40, 70, 40, 20, 5},  /* 80 row blocks: a unit per item, groups of 64 and 6 rows */
 };
 
 static const unsigned mask_sets[] = {
@@ -235,6 +237,54 @@ static void test_threads_same_bits(void **state) {
     }
     free_result(&one);
     free_problem(&p);
+}
+
+/* Pools p with the backend on a context whose tiles are set (rows, keys; 0: derived). */
+static result run_tiles(const problem *p, size_t rows, size_t keys, int weights) {
+    nwattn_context *ctx = at_context(NWATTN_BACKEND_FUSED, 2);
+    AT_OK(ctx, nwattn_context_set_tiles(ctx, rows, keys));
+    result res = {at_filled(buffer_floats(p->batch, p->m, p->ldo, p->stride_o), SENTINEL),
+                  at_filled(p->batch * p->m + 1, SENTINEL), NULL};
+    const size_t ldw = p->n + 1;
+    if (weights)
+        res.w = at_filled(buffer_floats(p->batch, p->m, ldw, p->m * ldw), SENTINEL);
+    AT_OK(ctx, nwattn_pool(ctx, &p->score, &p->mask, p->batch, p->m, p->n, p->d, p->dv, p->q,
+                           p->ldq, p->stride_q, p->k, p->ldk, p->stride_k, p->v, p->ldv,
+                           p->stride_v, res.o, p->ldo, p->stride_o, res.w, ldw, p->m * ldw,
+                           res.lse, p->m));
+    nwattn_context_destroy(ctx);
+    return res;
+}
+
+/* Units of several product groups (derived tiles with many row blocks, frame/tiles.h
+ * nw_tile_groups) give the very bits of one-group units (the rows set to 64, the derived
+ * product rows at these widths): the groups run the same products. Every score kind, masks,
+ * padded layouts, exact rows (queries beyond the fast range), weights and lse. */
+static void test_groups_same_bits(void **state) {
+    (void)state;
+    at_rng r = {29};
+    const nwattn_score_kind kinds[] = {NWATTN_SCORE_DOT, NWATTN_SCORE_GAUSSIAN,
+                                       NWATTN_SCORE_LAPLACE, NWATTN_SCORE_COSINE};
+    const unsigned masks[] = {0, MK_CAUSAL | MK_ADD, MK_LENS_ROW | MK_KEEP | MK_ADD | MK_NEGINF};
+    for (size_t kd = 0; kd < sizeof kinds / sizeof kinds[0]; kd++)
+        for (size_t mk = 0; mk < sizeof masks / sizeof masks[0]; mk++) {
+            problem p = make_problem(&r, kinds[kd], kd == 1, masks[mk], 9, 230, 150, 24, 7,
+                                     (int)((kd + mk) % 3));
+            if (kinds[kd] == NWATTN_SCORE_DOT) /* rows whose products leave the float range */
+                for (size_t b = 0; b < p.batch; b++)
+                    for (size_t l = 0; l < p.d; l++)
+                        p.q[b * p.stride_q + 100 * p.ldq + l] *= 1e30f;
+            result grouped = run_tiles(&p, 0, 0, 1), single = run_tiles(&p, 64, 0, 1);
+            assert_true(at_same_bits(grouped.o, single.o,
+                                     buffer_floats(p.batch, p.m, p.ldo, p.stride_o)));
+            assert_true(at_same_bits(grouped.lse, single.lse, p.batch * p.m));
+            assert_true(at_same_bits(grouped.w, single.w,
+                                     buffer_floats(p.batch, p.m, p.n + 1, p.m * (p.n + 1))));
+            result ref = run(&p, NWATTN_BACKEND_REFERENCE, 1, 1);
+            compare("grouped units vs ref", &p, &grouped, &ref, 5e-5);
+            free_result(&grouped), free_result(&single), free_result(&ref);
+            free_problem(&p);
+        }
 }
 
 /* Rows with every key masked: exactly zero outputs and weights, lse -INFINITY, like unfused. */
@@ -374,19 +424,20 @@ static void test_tiles(void **state) {
     nwattn_context_destroy(ctx);
 }
 
-/* The fused path's working memory is a few tiles, whatever m and n. */
+/* The fused path's working memory is a few tiles, whatever m and n: once there are enough
+ * row blocks for the largest units (frame/tiles.h nw_tile_groups), it stops growing. */
 static void test_workspace_tile_sized(void **state) {
     (void)state;
     at_rng r = {17};
     size_t bytes[2];
-    const size_t sizes[2] = {256, test_small_shapes() ? 1024 : 2048};
+    const size_t batch[2] = {16, 16}, sizes[2] = {256, test_small_shapes() ? 384 : 2048};
     for (int s = 0; s < 2; s++) {
-        size_t n = sizes[s];
-        float *q = at_random(&r, n * 64, -1.0f, 1.0f), *o = at_filled(n * 64, 0.0f);
+        const size_t n = sizes[s], count = batch[s] * n * 64;
+        float *q = at_random(&r, count, -1.0f, 1.0f), *o = at_filled(count, 0.0f);
         nwattn_context *ctx = at_context(NWATTN_BACKEND_FUSED, 1);
         nwattn_score dot = {NWATTN_SCORE_DOT, 0.125f, 0.0f, NULL};
-        AT_OK(ctx, nwattn_pool(ctx, &dot, NULL, 1, n, n, 64, 64, q, 64, 0, q, 64, 0, q, 64, 0,
-                               o, 64, 0, NULL, 0, 0, NULL, 0));
+        AT_OK(ctx, nwattn_pool(ctx, &dot, NULL, batch[s], n, n, 64, 64, q, 64, n * 64, q, 64,
+                               n * 64, q, 64, n * 64, o, 64, n * 64, NULL, 0, 0, NULL, 0));
         bytes[s] = nwattn_context_workspace_bytes(ctx);
         nwattn_context_destroy(ctx);
         free(q), free(o);
@@ -473,6 +524,7 @@ int main(void) {
         cmocka_unit_test(test_laplace),
         cmocka_unit_test(test_weights_output),
         cmocka_unit_test(test_threads_same_bits),
+        cmocka_unit_test(test_groups_same_bits),
         cmocka_unit_test(test_fully_masked_rows),
         cmocka_unit_test(test_dist1_far_keys),
         cmocka_unit_test(test_tiles),

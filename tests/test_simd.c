@@ -475,6 +475,35 @@ static void test_dot(void **state) {
         }
 }
 
+/* transpose: every element to its place for blocks of every remainder (rows and columns 0 to
+ * 19 around the 8 × 8 blocks, 64 × 64 key tiles), padded pitches, the destination's padding
+ * untouched. */
+static void test_transpose(void **state) {
+    (void)state;
+    const nw_simd *t[MAX_TABLES];
+    size_t count = tables(t);
+    enum { MAX = 64, LDA = MAX + 3, LDT = MAX + 5 };
+    static float a[MAX * LDA], out[MAX * LDT];
+    for (size_t e = 0; e < MAX * LDA; e++)
+        a[e] = (float)e;
+    const size_t sizes[] = {0, 1, 2, 7, 8, 9, 15, 16, 17, 19, 64};
+    const size_t n_sizes = sizeof sizes / sizeof sizes[0];
+    for (size_t i = 0; i < count; i++)
+        for (size_t x = 0; x < n_sizes; x++)
+            for (size_t y = 0; y < n_sizes; y++) {
+                const size_t rows = sizes[x], cols = sizes[y];
+                const size_t lda = (x + y) % 2 ? LDA : cols, ldt = (x + y) % 3 ? LDT : rows;
+                for (size_t e = 0; e < MAX * LDT; e++)
+                    out[e] = -1.0f;
+                t[i]->transpose(a, rows, cols, lda, out, ldt);
+                for (size_t c = 0; c < cols; c++)
+                    for (size_t r = 0; r < ldt && c * ldt + r < MAX * LDT; r++)
+                        assert_true(out[c * ldt + r] == (r < rows ? a[r * lda + c] : -1.0f));
+                for (size_t e = cols * ldt; e < MAX * LDT; e++)
+                    assert_true(out[e] == -1.0f);
+            }
+}
+
 static void test_select(void **state) {
     (void)state;
     const nw_simd *chosen = nw_simd_select();
@@ -491,6 +520,7 @@ int main(void) {
         cmocka_unit_test(test_max),
         cmocka_unit_test(test_dist1),          cmocka_unit_test(test_exp_term_ulp),
         cmocka_unit_test(test_dist1_exp_dot),  cmocka_unit_test(test_dot),
+        cmocka_unit_test(test_transpose),
         cmocka_unit_test(test_select),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

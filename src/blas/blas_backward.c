@@ -293,7 +293,7 @@ static void tile_prepare(const plan *pl, const tiles *t, size_t b, size_t i0, si
         desc->prepare_rows(&a->score, info, rows, a->d, q, a->ldq, t->qs);
     }
     if (prep & PREP_KEYS)
-        desc->prepare(&a->score, info, cols, a->d, k, a->ldk, t->kp);
+        desc->prepare(&a->score, info, a->simd, cols, a->d, k, a->ldk, t->kp);
 }
 
 /* Whether row r's tile takes the float path: fast scores at scale 1, no additive mask, every

@@ -46,7 +46,7 @@ void nw_blas_scores(const nw_simd *simd, const nw_score *score, size_t m, size_t
     nw_keys_info info;
     desc->keys_info(score, n, d, k, ldk, store, &info);
     if (info.finite) {
-        desc->prepare(score, &info, n, d, k, ldk, kp);
+        desc->prepare(score, &info, simd, n, d, k, ldk, kp);
         desc->prepare_rows(score, &info, m, d, q, ldq, rows);
         desc->block(score, &info, simd, m, n, d, q, ldq, rows, k, ldk, kp, t, ldt);
     }

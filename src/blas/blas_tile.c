@@ -1,5 +1,7 @@
 /* The BLAS tile provider of the tiled driver (frame/tiled.h), the fused path: one unit is a
- * block of query rows of one item against all its keys, tile by tile, with the online softmax
+ * block of query rows of one item against all its keys, tile by tile (each key tile prepared
+ * once, then scored, softmaxed and multiplied group by group of bp rows, the product size the
+ * BLAS runs best: frame/tiles.h), with the online softmax
  * of core/row_state.h: per row the running shift M and sum L (in
  * double) and the accumulator A = sum_j exp(s_j - M) v_j (in the output rows, or the state's).
  * At the end O = A / L and lse = M + log L, a single division per row.
@@ -23,6 +25,7 @@ static size_t min_size(size_t a, size_t b) { return a < b ? a : b; }
 typedef struct unit {
     const nw_pool_args *a;
     size_t b, h, i0, rows, bn;
+    size_t bp, row_floats;  /* rows per product group; prepared floats per group */
     const float *q, *k, *v;
     float *acc;             /* rows × dv, pitch a->ldo */
     float *s;               /* rows × bn scores, then exponentials */
@@ -30,17 +33,24 @@ typedef struct unit {
     nw_mask_row *mask_rows; /* one per row */
     nw_row *row;            /* one softmax row state per query row */
     unsigned char *exact;   /* per row: scores from the reference formulas */
-    float *kp, *scratch;    /* the key tile and the query rows as the score prepares them */
+    float *kp, *scratch;    /* the key tile and the query rows as the score prepares them
+                             * (group by group, row_floats apart) */
     const nw_keys_info *info; /* the item's keys */
     int any_exact;
     double scale; /* fast scores = scale · s */
 } unit;
 
-static size_t unit_bytes(const nw_pool_args *a, size_t bm, size_t bn) {
+/* Product groups of a unit of `rows` rows. */
+static size_t groups_of(size_t rows, size_t bp) { return (rows + bp - 1) / bp; }
+
+static size_t unit_bytes(const nw_tiled_plan *plan) {
+    const nw_pool_args *a = plan->a;
     const nw_score_desc *desc = a->score.desc;
-    const size_t prep = desc->prep_floats(bn, a->d), rows = desc->row_floats(bm, a->d);
-    size_t total = 0, tile;
-    const int ok = prep != SIZE_MAX && rows != SIZE_MAX && nw_mul(bm, bn, &tile) &&
+    const size_t bm = plan->bm, bn = plan->bn, group = desc->row_floats(plan->bp, a->d);
+    const size_t prep = desc->prep_floats(bn, a->d);
+    size_t total = 0, tile, rows;
+    const int ok = prep != SIZE_MAX && group != SIZE_MAX &&
+                   nw_mul(groups_of(bm, plan->bp), group, &rows) && nw_mul(bm, bn, &tile) &&
                    nw_tile_piece(&total, tile, sizeof(float)) &&     /* scores, then P */
                    nw_tile_piece(&total, tile, sizeof(double)) &&    /* exact rows' scores */
                    nw_tile_piece(&total, bm, sizeof(nw_mask_row)) && /* mask rows */
@@ -58,6 +68,8 @@ static void unit_init(unit *u, const nw_tiled_plan *plan, size_t index, size_t w
     u->a = a;
     nw_tile_unit_rows(plan, index, &u->b, &u->h, &u->i0, &u->rows);
     u->bn = plan->bn;
+    u->bp = plan->bp;
+    u->row_floats = desc->row_floats(plan->bp, a->d);
     u->q = NW_ITEM(a, q, u->b, u->h) + u->i0 * a->ldq;
     u->k = NW_ITEM(a, k, u->b, u->h);
     u->v = NW_ITEM(a, v, u->b, u->h);
@@ -73,7 +85,15 @@ static void unit_init(unit *u, const nw_tiled_plan *plan, size_t index, size_t w
     u->row = (nw_row *)(void *)nw_tile_take(&cursor, bm, sizeof(nw_row));
     u->exact = nw_tile_take(&cursor, bm, 1);
     u->kp = (float *)(void *)nw_tile_take(&cursor, desc->prep_floats(bn, a->d), sizeof(float));
-    u->scratch = (float *)(void *)nw_tile_take(&cursor, desc->row_floats(bm, a->d), sizeof(float));
+    u->scratch = (float *)(void *)nw_tile_take(&cursor, groups_of(bm, u->bp) * u->row_floats,
+                                               sizeof(float));
+}
+
+/* Rows of the group starting at row g0. */
+static size_t group_rows(const unit *u, size_t g0) { return min_size(u->bp, u->rows - g0); }
+/* The prepared rows of the group starting at row g0 (a multiple of bp). */
+static float *group_scratch(const unit *u, size_t g0) {
+    return u->scratch + g0 / u->bp * u->row_floats;
 }
 
 /* Which rows of the unit are exact (score.h): decided from each row's query and the item's
@@ -86,7 +106,9 @@ static void choose_rows(unit *u) {
         u->any_exact |= u->exact[r];
     }
     if (u->info->finite) /* the rows as the score's block wants them, for every tile */
-        a->score.desc->prepare_rows(&a->score, u->info, u->rows, a->d, u->q, a->ldq, u->scratch);
+        for (size_t g0 = 0; g0 < u->rows; g0 += u->bp)
+            a->score.desc->prepare_rows(&a->score, u->info, group_rows(u, g0), a->d,
+                                        u->q + g0 * a->ldq, a->ldq, group_scratch(u, g0));
 }
 
 /* Rows this narrow are scored one at a time, just before the row is used, while in cache. */
@@ -94,32 +116,41 @@ static int is_direct(const unit *u) {
     return u->a->d <= u->a->score.desc->row_direct_max_d;
 }
 
-/* Row r's fast scores against the prepared key tile (cols keys) into s. */
+/* Row r's fast scores against the prepared key tile (cols keys) into s (direct rows: the
+ * prepared rows are the score's parameters, the same for every row). */
 static void score_row(const unit *u, size_t r, size_t cols, float *s) {
     const nw_pool_args *a = u->a;
     a->score.desc->block(&a->score, u->info, a->simd, 1, cols, a->d, u->q + r * a->ldq, a->ldq,
-                         u->scratch, NULL, 0, u->kp, s, cols);
+                         group_scratch(u, r - r % u->bp), NULL, 0, u->kp, s, cols);
 }
 
-/* Scores of the unit's rows against keys j0 .. j0+cols-1: fast rows into s (pitch lds, as
- * `scale` multiples; with is_direct only when rows_too is set), exact rows into sd (pitch bn)
- * in double. */
-static void score_tile(const unit *u, size_t j0, size_t cols, float *s, size_t lds,
-                       int rows_too) {
+/* Keys j0 .. j0+cols-1 as the score's block wants them, once for all the unit's groups. */
+static void prepare_keys(const unit *u, size_t j0, size_t cols) {
+    const nw_pool_args *a = u->a;
+    if (u->info->finite)
+        a->score.desc->prepare(&a->score, u->info, a->simd, cols, a->d, u->k + j0 * a->ldk,
+                               a->ldk, u->kp);
+}
+
+/* Scores of the group of rows from g0 against the prepared keys j0 .. j0+cols-1: fast rows
+ * into s (the group's first row; pitch lds, as `scale` multiples; with is_direct only when
+ * rows_too is set), exact rows into sd (pitch bn) in double. */
+static void score_group(const unit *u, size_t g0, size_t j0, size_t cols, float *s,
+                        size_t lds, int rows_too) {
     const nw_pool_args *a = u->a;
     const nw_score_desc *desc = a->score.desc;
     const float *k = u->k + j0 * a->ldk;
+    const size_t rows = group_rows(u, g0);
     if (u->info->finite) {
-        desc->prepare(&a->score, u->info, cols, a->d, k, a->ldk, u->kp);
         if (!is_direct(u))
-            desc->block(&a->score, u->info, a->simd, u->rows, cols, a->d, u->q, a->ldq,
-                        u->scratch, k, a->ldk, u->kp, s, lds);
+            desc->block(&a->score, u->info, a->simd, rows, cols, a->d, u->q + g0 * a->ldq,
+                        a->ldq, group_scratch(u, g0), k, a->ldk, u->kp, s, lds);
         else
-            for (size_t r = 0; rows_too && r < u->rows; r++)
+            for (size_t r = g0; rows_too && r < g0 + rows; r++)
                 if (!u->exact[r])
-                    score_row(u, r, cols, s + r * lds);
+                    score_row(u, r, cols, s + (r - g0) * lds);
     }
-    for (size_t r = 0; u->any_exact && r < u->rows; r++)
+    for (size_t r = g0; u->any_exact && r < g0 + rows; r++)
         if (u->exact[r])
             for (size_t j = 0; j < cols; j++)
                 u->sd[r * u->bn + j] =
@@ -246,11 +277,11 @@ static int dist1_row(const unit *u, size_t r, size_t j0, size_t cols, float lo, 
     return 1;
 }
 
-/* Keys at or beyond the largest row limit are masked for every row of the unit. */
-static size_t live_keys(const unit *u) {
+/* Keys at or beyond the largest row limit are masked for every one of the rows. */
+static size_t live_keys(const nw_mask_row *mask_rows, size_t rows) {
     size_t limit = 0;
-    for (size_t r = 0; r < u->rows; r++)
-        limit = u->mask_rows[r].limit > limit ? u->mask_rows[r].limit : limit;
+    for (size_t r = 0; r < rows; r++)
+        limit = mask_rows[r].limit > limit ? mask_rows[r].limit : limit;
     return limit;
 }
 
@@ -263,8 +294,11 @@ static void write_weights(unit *u, size_t keys) {
     for (size_t j0 = 0; j0 < a->n; j0 += cols) {
         /* The tiles of the first pass, so that every score is the one L was summed from. */
         cols = j0 < keys ? min_size(u->bn, keys - j0) : min_size(u->bn, a->n - j0);
-        if (j0 < keys)
-            score_tile(u, j0, cols, w + j0, a->ldw, 1);
+        if (j0 < keys) {
+            prepare_keys(u, j0, cols);
+            for (size_t g0 = 0; g0 < u->rows; g0 += u->bp)
+                score_group(u, g0, j0, cols, w + g0 * a->ldw + j0, a->ldw, 1);
+        }
         for (size_t r = 0; r < u->rows; r++) {
             float *wrow = w + r * a->ldw + j0;
             const nw_row *row = &u->row[r];
@@ -309,6 +343,45 @@ static void write_states(const unit *u) {
     }
 }
 
+/* One key tile for the group of rows from g0 (keys prepared): its scores, each row's softmax
+ * step, then P·V into the group's accumulator rows (one product of at most bp rows, so that
+ * the BLAS runs it as it would a unit of bp rows). */
+static void run_group(unit *u, size_t g0, size_t j0, size_t cols, int dot_values, int direct,
+                      int dist1, float lo, float hi) {
+    const nw_pool_args *a = u->a;
+    const size_t rows = group_rows(u, g0), keys = live_keys(u->mask_rows + g0, rows);
+    if (j0 >= keys) /* every key from j0 on is masked for these rows (causal units); a tile
+                     * they share with later rows is done whole, its masked scores giving 0 */
+        return;
+    score_group(u, g0, j0, cols, u->s + g0 * u->bn, u->bn, 0);
+    for (size_t r = g0; r < g0 + rows; r++) {
+        float *s = u->s + r * u->bn;
+        float alpha;
+        if (dist1 && fast_row(u, r) && dist1_row(u, r, j0, cols, lo, hi, s))
+            continue;
+        if (direct && !u->exact[r] && u->info->finite)
+            score_row(u, r, cols, s);
+        if (dot_values && fast_row(u, r) && dot_row(u, r, j0, cols, s))
+            continue;
+        if (fast_row(u, r)) {
+            const float tile_max = mask_row(a->simd, &u->mask_rows[r], j0, cols, s);
+            alpha = tile_max == INFINITY
+                        ? update_row_general(u, r, j0, cols, s)
+                        : nw_row_update_fast(&u->row[r], a->simd, s, cols, tile_max, 0);
+        } else {
+            alpha = update_row_general(u, r, j0, cols, s);
+        }
+        float *acc = u->acc + r * a->ldo;
+        if (dot_values)
+            acc[0] = acc[0] * alpha + a->simd->dot(s, u->v + j0, cols);
+        else if (alpha != 1.0f)
+            scale_row(acc, a->dv, alpha);
+    }
+    if (!dot_values)
+        nw_blas_sgemm(0, rows, a->dv, cols, 1.0f, u->s + g0 * u->bn, u->bn, u->v + j0 * a->ldv,
+                      a->ldv, 1.0f, u->acc + g0 * a->ldo, a->ldo);
+}
+
 static void run_unit(const nw_tiled_plan *plan, size_t index, size_t worker) {
     unit u;
     unit_init(&u, plan, index, worker);
@@ -318,7 +391,7 @@ static void run_unit(const nw_tiled_plan *plan, size_t index, size_t worker) {
         u.row[r] = nw_row_empty();
         memset(u.acc + r * a->ldo, 0, a->dv * sizeof(float));
     }
-    const size_t keys = live_keys(&u);
+    const size_t keys = live_keys(u.mask_rows, u.rows);
     if (keys > 0)
         choose_rows(&u);
 
@@ -329,36 +402,12 @@ static void run_unit(const nw_tiled_plan *plan, size_t index, size_t worker) {
     const int dist1 = plan->one_pass && direct && u.info->finite && u.scale == 1.0;
     for (size_t j0 = 0; j0 < keys; j0 += u.bn) {
         const size_t cols = min_size(u.bn, keys - j0);
-        score_tile(&u, j0, cols, u.s, u.bn, 0);
+        prepare_keys(&u, j0, cols);
         float lo = 0.0f, hi = 0.0f;
         if (dist1)
             a->simd->range(u.kp, cols, &lo, &hi);
-        for (size_t r = 0; r < u.rows; r++) {
-            float *s = u.s + r * u.bn;
-            float alpha;
-            if (dist1 && fast_row(&u, r) && dist1_row(&u, r, j0, cols, lo, hi, s))
-                continue;
-            if (direct && !u.exact[r] && u.info->finite)
-                score_row(&u, r, cols, s);
-            if (dot_values && fast_row(&u, r) && dot_row(&u, r, j0, cols, s))
-                continue;
-            if (fast_row(&u, r)) {
-                const float tile_max = mask_row(a->simd, &u.mask_rows[r], j0, cols, s);
-                alpha = tile_max == INFINITY
-                            ? update_row_general(&u, r, j0, cols, s)
-                            : nw_row_update_fast(&u.row[r], a->simd, s, cols, tile_max, 0);
-            } else {
-                alpha = update_row_general(&u, r, j0, cols, s);
-            }
-            float *acc = u.acc + r * a->ldo;
-            if (dot_values)
-                acc[0] = acc[0] * alpha + a->simd->dot(s, u.v + j0, cols);
-            else if (alpha != 1.0f)
-                scale_row(acc, a->dv, alpha);
-        }
-        if (!dot_values)
-            nw_blas_sgemm(0, u.rows, a->dv, cols, 1.0f, u.s, u.bn, u.v + j0 * a->ldv, a->ldv,
-                          1.0f, u.acc, a->ldo);
+        for (size_t g0 = 0; g0 < u.rows; g0 += u.bp)
+            run_group(&u, g0, j0, cols, dot_values, direct, dist1, lo, hi);
     }
 
     if (plan->partial) {

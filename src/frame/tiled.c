@@ -19,7 +19,7 @@ int nw_tile_piece(size_t *total, size_t count, size_t elem) {
 }
 
 static void plan_init(nw_tiled_plan *plan, const nw_tile_provider *provider,
-                      const nw_pool_args *a, int partial) {
+                      const nw_pool_args *a, int partial, size_t threads) {
     plan->a = a;
     plan->provider = provider;
     plan->partial = partial;
@@ -27,10 +27,13 @@ static void plan_init(nw_tiled_plan *plan, const nw_tile_provider *provider,
     plan->item = NULL;
     plan->info_store = NULL;
     plan->one_pass = one_pass_rows(a);
-    nw_tile_shape(a->tiles, a->m, a->n, a->d, a->dv, plan->one_pass, &plan->bm, &plan->bn);
-    plan->blocks = plan->bm > 0 ? (a->m + plan->bm - 1) / plan->bm : 0;
+    nw_tile_shape(a->tiles, a->m, a->n, a->d, a->dv, plan->one_pass, &plan->bp, &plan->bn);
     plan->items = a->batch * a->heads; /* <= batch·heads·m, which the checks bounded */
-    plan->unit_bytes = provider->unit_bytes(a, plan->bm, plan->bn);
+    const size_t product_blocks = plan->items * ((a->m + plan->bp - 1) / plan->bp);
+    plan->bm = plan->bp * nw_tile_groups(a->tiles, product_blocks, threads, plan->one_pass);
+    plan->bm = plan->bm < a->m ? plan->bm : a->m > 0 ? a->m : 1;
+    plan->blocks = (a->m + plan->bm - 1) / plan->bm;
+    plan->unit_bytes = provider->unit_bytes(plan);
     /* Shared: each item's key information and what it points at. */
     size_t shared = 0, doubles;
     const int ok = !provider->key_info ||
@@ -48,7 +51,7 @@ static size_t workers(const nw_tiled_plan *plan, size_t threads) {
 size_t nw_tiled_workspace(const nw_tile_provider *provider, const nw_pool_args *a,
                           size_t threads, int partial) {
     nw_tiled_plan plan;
-    plan_init(&plan, provider, a, partial);
+    plan_init(&plan, provider, a, partial, threads);
     size_t bytes;
     if (plan.unit_bytes == SIZE_MAX || plan.shared_bytes == SIZE_MAX ||
         !nw_mul(plan.unit_bytes, workers(&plan, threads), &bytes) ||
@@ -78,7 +81,7 @@ void nw_tiled_run(const nw_tile_provider *provider, const nw_pool_args *a, void 
     if (nw_pool_is_empty(a))
         return;
     nw_tiled_plan plan;
-    plan_init(&plan, provider, a, partial);
+    plan_init(&plan, provider, a, partial, team->threads); /* as the workspace was sized */
     /* Shared part first (carved as plan_init sized it), then the workers'. */
     if (provider->key_info) {
         unsigned char *shared = scratch;

@@ -22,9 +22,9 @@ struct nw_tiled_plan;
 
 typedef struct nw_tile_provider {
     const char *name;
-    /* Bytes of one worker's scratch for units of bm rows against tiles of bn keys (SIZE_MAX
-     * on overflow). */
-    size_t (*unit_bytes)(const nw_pool_args *a, size_t bm, size_t bn);
+    /* Bytes of one worker's scratch for the plan's units (bm rows in groups of bp, tiles of
+     * bn keys; SIZE_MAX on overflow). */
+    size_t (*unit_bytes)(const struct nw_tiled_plan *plan);
     /* Whether units read each item's key information (score.h), found once per item. */
     int key_info;
     /* Runs unit `unit` with worker `worker`'s scratch. */
@@ -37,7 +37,8 @@ extern const nw_tile_provider nw_ref_tiles, nw_blas_tiles;
 typedef struct nw_tiled_plan {
     const nw_pool_args *a;
     const nw_tile_provider *provider;
-    size_t bm, bn;       /* query rows and keys per tile */
+    size_t bm, bn;       /* query rows per unit and keys per tile */
+    size_t bp;           /* query rows per product: a unit's rows go in groups of bp */
     int one_pass;        /* the problem fits the one-pass 1-D distance row (blas_tile.c) */
     size_t blocks;       /* query blocks per item */
     size_t items;        /* batch · heads */

@@ -25,4 +25,13 @@ void nw_tiles_probe(nw_tiles *t);
 void nw_tile_shape(const nw_tiles *tiles, size_t m, size_t n, size_t d, size_t dv,
                    int one_pass, size_t *bm, size_t *bn);
 
+/* Product blocks of bp rows per unit of rows (1 to NW_TILE_MAX_GROUPS), for `blocks` such
+ * blocks in all (items × row blocks of each) and `threads` workers: a unit prepares each key
+ * tile (the dot score's transposed copy) once for all its groups, so more groups amortise that,
+ * while every worker keeps a few units. Derived tiles only (1 where the caller set the rows),
+ * and never the one-pass 1-D row. No row's result depends on it: the products are the same
+ * bp-row blocks either way. */
+#define NW_TILE_MAX_GROUPS 4
+size_t nw_tile_groups(const nw_tiles *tiles, size_t blocks, size_t threads, int one_pass);
+
 #endif /* NWATTN_FRAME_TILES_H */

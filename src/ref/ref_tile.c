@@ -7,10 +7,10 @@
 #include "ref_kernels.h"
 
 /* Scratch per worker: the values of one tile (bn doubles) and the accumulator (dv doubles). */
-static size_t unit_bytes(const nw_pool_args *a, size_t bm, size_t bn) {
-    (void)bm;
+static size_t unit_bytes(const nw_tiled_plan *plan) {
+    const nw_pool_args *a = plan->a;
     size_t total = 0;
-    return nw_tile_piece(&total, bn, sizeof(double)) &&
+    return nw_tile_piece(&total, plan->bn, sizeof(double)) &&
                    nw_tile_piece(&total, a->dv, sizeof(double))
                ? total
                : SIZE_MAX;

@@ -41,8 +41,8 @@ typedef struct nw_score_desc {
     size_t (*prep_floats)(size_t n, size_t d);
     size_t (*row_floats)(size_t m, size_t d);
     /* The keys as block wants them (once per block of keys: a fused tile, the unfused keys). */
-    void (*prepare)(const nw_score *score, const nw_keys_info *info, size_t n, size_t d,
-                    const float *k, size_t ldk, float *kp);
+    void (*prepare)(const nw_score *score, const nw_keys_info *info, const nw_simd *simd,
+                    size_t n, size_t d, const float *k, size_t ldk, float *kp);
     /* The query rows as block wants them (once per block of rows, whatever the key tiles). */
     void (*prepare_rows)(const nw_score *score, const nw_keys_info *info, size_t m, size_t d,
                          const float *q, size_t ldq, float *qs);

@@ -41,9 +41,9 @@ static void normalise(size_t d, const float *x, float *out, size_t pitch) {
         out[l * pitch] = (float)((double)x[l] * inv);
 }
 
-static void prepare(const nw_score *score, const nw_keys_info *info, size_t n, size_t d,
-                    const float *k, size_t ldk, float *kp) {
-    (void)score, (void)info;
+static void prepare(const nw_score *score, const nw_keys_info *info, const nw_simd *simd,
+                    size_t n, size_t d, const float *k, size_t ldk, float *kp) {
+    (void)score, (void)info, (void)simd;
     for (size_t j = 0; j < n; j++) /* normalised keys, transposed: d × n */
         normalise(d, k + j * ldk, kp + j, n);
 }

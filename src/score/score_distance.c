@@ -128,16 +128,13 @@ static void rescale_rows(size_t rows, size_t d, const float *x, size_t ldx,
     }
 }
 
-void nw_distance_prepare(const nw_score *score, const nw_keys_info *info, size_t n, size_t d,
-                         const float *k, size_t ldk, float *kp) {
+void nw_distance_prepare(const nw_score *score, const nw_keys_info *info, const nw_simd *simd,
+                         size_t n, size_t d, const float *k, size_t ldk, float *kp) {
     (void)score;
-    if (info->centre != NULL) { /* rescaled rows, then their norms */
+    if (info->centre != NULL) /* rescaled rows, then their norms */
         rescale_rows(n, d, k, ldk, info, kp, kp + n * d);
-        return;
-    }
-    for (size_t j = 0; j < n; j++) /* direct: the keys transposed, d × n */
-        for (size_t l = 0; l < d; l++)
-            kp[l * n + j] = k[j * ldk + l];
+    else /* direct: the keys transposed, d × n */
+        simd->transpose(k, n, d, ldk, kp, n);
 }
 
 void nw_distance_prepare_rows(const nw_score *score, const nw_keys_info *info, size_t m,

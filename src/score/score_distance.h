@@ -30,8 +30,8 @@ int nw_distance_row_fast(const nw_score *score, size_t d, const float *q,
                          const nw_keys_info *info);
 size_t nw_distance_prep_floats(size_t n, size_t d);
 size_t nw_distance_row_floats(size_t m, size_t d);
-void nw_distance_prepare(const nw_score *score, const nw_keys_info *info, size_t n, size_t d,
-                         const float *k, size_t ldk, float *kp);
+void nw_distance_prepare(const nw_score *score, const nw_keys_info *info, const nw_simd *simd,
+                         size_t n, size_t d, const float *k, size_t ldk, float *kp);
 void nw_distance_prepare_rows(const nw_score *score, const nw_keys_info *info, size_t m,
                               size_t d, const float *q, size_t ldq, float *qs);
 /* The fast scores: Gaussian (gaussian != 0) or Laplace. */

@@ -47,14 +47,11 @@ static size_t row_floats(size_t m, size_t d) {
     return 0;
 }
 
-static void prepare(const nw_score *score, const nw_keys_info *info, size_t n, size_t d,
-                    const float *k, size_t ldk, float *kp) {
+static void prepare(const nw_score *score, const nw_keys_info *info, const nw_simd *simd,
+                    size_t n, size_t d, const float *k, size_t ldk, float *kp) {
     (void)score, (void)info;
-    if (!copies_keys(n))
-        return;
-    for (size_t j = 0; j < n; j++)
-        for (size_t l = 0; l < d; l++)
-            kp[l * n + j] = k[j * ldk + l];
+    if (copies_keys(n))
+        simd->transpose(k, n, d, ldk, kp, n);
 }
 
 static void block(const nw_score *score, const nw_keys_info *info, const nw_simd *simd, size_t m,

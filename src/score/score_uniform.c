@@ -28,9 +28,9 @@ static int row_fast(const nw_score *score, size_t d, const float *q, const nw_ke
     return 1;
 }
 
-static void prepare(const nw_score *score, const nw_keys_info *info, size_t n, size_t d,
-                    const float *k, size_t ldk, float *kp) {
-    (void)score, (void)info, (void)n, (void)d, (void)k, (void)ldk, (void)kp;
+static void prepare(const nw_score *score, const nw_keys_info *info, const nw_simd *simd,
+                    size_t n, size_t d, const float *k, size_t ldk, float *kp) {
+    (void)score, (void)info, (void)simd, (void)n, (void)d, (void)k, (void)ldk, (void)kp;
 }
 
 static void block(const nw_score *score, const nw_keys_info *info, const nw_simd *simd, size_t m,

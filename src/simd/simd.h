@@ -62,6 +62,10 @@ typedef struct nw_simd {
     void (*range)(const float *x, size_t n, float *lo, float *hi);
     /* sum_j x[j] y[j], accumulated in float lanes. */
     float (*dot)(const float *x, const float *y, size_t n);
+    /* t[c·ldt + r] = a[r·lda + c] for r < rows, c < cols (blocks of 8 × 8 in registers): a
+     * key tile as the BLAS's untransposed products take it. */
+    void (*transpose)(const float *a, size_t rows, size_t cols, size_t lda, float *t,
+                      size_t ldt);
 } nw_simd;
 
 /* c = -inv_h^2 / 2 in float, as dist1_exp_dot and nw_dist1_bound round it. */

@@ -12,6 +12,7 @@
  *   add sub mul fmadd (a b + c) fnmadd (c - a b) max min (x86 semantics: a > b ? a : b, so the
  *   second operand wins when either is NaN) negabs (-|x|) hsum hmax
  *   vd_zero vd_add vd_add_widened vd_hsum
+ *   transpose8 (an 8×8 block of floats, any pitches)
  *   exp pieces: exp_clamp (into [NW_VEXP_LO, NW_VEXP_HI]), round (to nearest even), scale2
  *   (p 2^n for integral n in -151 .. 128, rounded once), exp_nan (the result for NaN input).
  *
@@ -306,9 +307,45 @@ NW_MAP_INLINE nw_vf nw_zero_below(nw_vf x, nw_vf lo, nw_vf y) {
     NW_LANES(x.l[i_] < lo.l[i_] ? 0.0f : y.l[i_]);
 }
 
+/* An 8×8 block transposed: t[c·ldt + r] = a[r·lda + c]. */
+NW_MAP_INLINE void nw_transpose8(const float *a, size_t lda, float *t, size_t ldt) {
+    for (size_t r = 0; r < 8; r++)
+        for (size_t c = 0; c < 8; c++)
+            t[c * ldt + r] = a[r * lda + c];
+}
+
 #undef NW_LANES
 #else
 #error "unknown NW_SIMD_MAP"
+#endif
+
+#if NW_SIMD_MAP == NW_SIMD_LEVEL_AVX2 || NW_SIMD_MAP == NW_SIMD_LEVEL_AVX512
+/* An 8×8 block transposed in eight-float registers (both x86 levels): the 128-bit halves
+ * come in through the load ports (rows r and r + 4 in one register), so the shuffle port
+ * runs only the 16 in-lane unpacks and shuffles. */
+NW_MAP_INLINE __m256 nw_rows_0_4(const float *a, size_t lda, size_t r) {
+    return _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_loadu_ps(a + r * lda)),
+                                _mm_loadu_ps(a + (r + 4) * lda), 1);
+}
+NW_MAP_INLINE void nw_transpose8(const float *a, size_t lda, float *t, size_t ldt) {
+    /* Low halves: columns 0-3 of rows r (lane 0) and r + 4 (lane 1); then columns 4-7. */
+    __m256 r0 = nw_rows_0_4(a, lda, 0), r1 = nw_rows_0_4(a, lda, 1);
+    __m256 r2 = nw_rows_0_4(a, lda, 2), r3 = nw_rows_0_4(a, lda, 3);
+    __m256 r4 = nw_rows_0_4(a + 4, lda, 0), r5 = nw_rows_0_4(a + 4, lda, 1);
+    __m256 r6 = nw_rows_0_4(a + 4, lda, 2), r7 = nw_rows_0_4(a + 4, lda, 3);
+    const __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);
+    const __m256 t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);
+    const __m256 t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5);
+    const __m256 t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
+    _mm256_storeu_ps(t + 0 * ldt, _mm256_shuffle_ps(t0, t2, 0x44));
+    _mm256_storeu_ps(t + 1 * ldt, _mm256_shuffle_ps(t0, t2, 0xEE));
+    _mm256_storeu_ps(t + 2 * ldt, _mm256_shuffle_ps(t1, t3, 0x44));
+    _mm256_storeu_ps(t + 3 * ldt, _mm256_shuffle_ps(t1, t3, 0xEE));
+    _mm256_storeu_ps(t + 4 * ldt, _mm256_shuffle_ps(t4, t6, 0x44));
+    _mm256_storeu_ps(t + 5 * ldt, _mm256_shuffle_ps(t4, t6, 0xEE));
+    _mm256_storeu_ps(t + 6 * ldt, _mm256_shuffle_ps(t5, t7, 0x44));
+    _mm256_storeu_ps(t + 7 * ldt, _mm256_shuffle_ps(t5, t7, 0xEE));
+}
 #endif
 
 /* ============================================================ written once over the mapping == */

@@ -210,5 +210,20 @@ static float dot(const float *x, const float *y, size_t n) {
     return nw_hsum(nw_add(nw_add(a0, a1), nw_add(a2, a3)));
 }
 
+static void transpose(const float *a, size_t rows, size_t cols, size_t lda, float *t,
+                      size_t ldt) {
+    const size_t rows8 = rows & ~(size_t)7, cols8 = cols & ~(size_t)7;
+    for (size_t r = 0; r < rows8; r += 8) {
+        for (size_t c = 0; c < cols8; c += 8)
+            nw_transpose8(a + r * lda + c, lda, t + c * ldt + r, ldt);
+        for (size_t i = r; i < r + 8; i++) /* the last columns */
+            for (size_t c = cols8; c < cols; c++)
+                t[c * ldt + i] = a[i * lda + c];
+    }
+    for (size_t r = rows8; r < rows; r++) /* the last rows */
+        for (size_t c = 0; c < cols; c++)
+            t[c * ldt + r] = a[r * lda + c];
+}
+
 const nw_simd NW_MAP_TABLE = {NW_MAP_NAME, exp_sum,       exp_sumf, exp_sum_dot, max,
-                               dist1,       dist1_exp_dot, range,    dot};
+                               dist1,       dist1_exp_dot, range,    dot,         transpose};
