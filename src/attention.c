@@ -61,29 +61,29 @@ size_t nw_attention_workspace(const nw_pooling *pooling, nw_attention_args *a,
 
 /* out (batch items of t rows, pitch ld_out, item pitch stride_out) = x·w^T + bias: one BLAS
  * call for all items when both sides are evenly spaced rows, else one per item. */
-static void project(const nw_kernels *kernels, size_t batch, size_t t, size_t out_w,
-                    size_t in_w, nw_seq x, const float *w, const float *bias, float *out,
-                    size_t ld_out, size_t stride_out) {
+static void project(const nw_kernels *kernels, nw_workers *workers, size_t batch, size_t t,
+                    size_t out_w, size_t in_w, nw_seq x, const float *w, const float *bias,
+                    float *out, size_t ld_out, size_t stride_out) {
     if (batch == 0 || t == 0)
         return;
     if (batch == 1 || (x.stride == t * x.ld && stride_out == t * ld_out)) {
-        kernels->linear(batch * t, out_w, in_w, x.x, x.ld, w, bias, out, ld_out);
+        kernels->linear(workers, batch * t, out_w, in_w, x.x, x.ld, w, bias, out, ld_out);
         return;
     }
     for (size_t b = 0; b < batch; b++)
-        kernels->linear(t, out_w, in_w, x.x + b * x.stride, x.ld, w, bias, out + b * stride_out,
-                        ld_out);
+        kernels->linear(workers, t, out_w, in_w, x.x + b * x.stride, x.ld, w, bias,
+                        out + b * stride_out, ld_out);
 }
 
-void nw_attention_project_inputs(const nw_kernels *kernels, const nw_attention_args *a,
-                                 float *q, float *k, float *v) {
+void nw_attention_project_inputs(const nw_kernels *kernels, nw_workers *workers,
+                                 const nw_attention_args *a, float *q, float *k, float *v) {
     const nwattn_attention_params *p = a->params;
-    project(kernels, a->batch, a->t_q, p->d_qk, p->d_q_in, a->x_q, p->w_q, p->b_q, q, p->d_qk,
-            a->t_q * p->d_qk);
-    project(kernels, a->batch, a->t_kv, p->d_qk, p->d_k_in, a->x_k, p->w_k, p->b_k, k, p->d_qk,
-            a->t_kv * p->d_qk);
-    project(kernels, a->batch, a->t_kv, p->d_v, p->d_v_in, a->x_v, p->w_v, p->b_v, v, p->d_v,
-            a->t_kv * p->d_v);
+    project(kernels, workers, a->batch, a->t_q, p->d_qk, p->d_q_in, a->x_q, p->w_q, p->b_q, q,
+            p->d_qk, a->t_q * p->d_qk);
+    project(kernels, workers, a->batch, a->t_kv, p->d_qk, p->d_k_in, a->x_k, p->w_k, p->b_k, k,
+            p->d_qk, a->t_kv * p->d_qk);
+    project(kernels, workers, a->batch, a->t_kv, p->d_v, p->d_v_in, a->x_v, p->w_v, p->b_v, v,
+            p->d_v, a->t_kv * p->d_v);
 }
 
 void nw_attention_run(const nw_pooling *pooling, nw_attention_args *a, void *workspace,
@@ -97,12 +97,12 @@ void nw_attention_run(const nw_pooling *pooling, nw_attention_args *a, void *wor
     float *c = v + nw_round_up(f.v * sizeof(float)) / sizeof(float);
     void *pool_scratch = c + nw_round_up(f.c * sizeof(float)) / sizeof(float);
 
-    nw_attention_project_inputs(pooling->kernels, a, q, k, v);
+    nw_attention_project_inputs(pooling->kernels, workers, a, q, k, v);
     aim_pool(a, q, k, v, c);
     nw_pooling_exec(pooling, &a->pool, pool_scratch, workers);
     if (p->w_o != NULL) {
         const nw_seq concat = {c, p->d_v, a->t_q * p->d_v};
-        project(pooling->kernels, a->batch, a->t_q, p->d_out, p->d_v, concat, p->w_o, p->b_o, a->y,
-                a->ldy, a->stride_y);
+        project(pooling->kernels, workers, a->batch, a->t_q, p->d_out, p->d_v, concat, p->w_o,
+                p->b_o, a->y, a->ldy, a->stride_y);
     }
 }

@@ -31,8 +31,8 @@ void nw_attention_run(const nw_pooling *pooling, nw_attention_args *args, void *
                       nw_workers *workers);
 
 /* The projections Q, K, V of the three sequences into buffers laid out (batch·t) × width. */
-void nw_attention_project_inputs(const nw_kernels *kernels, const nw_attention_args *a,
-                                 float *q, float *k, float *v);
+void nw_attention_project_inputs(const nw_kernels *kernels, nw_workers *workers,
+                                 const nw_attention_args *a, float *q, float *k, float *v);
 /* Points pool at those buffers (head h: a column slice) with the output at o. */
 void nw_attention_aim_pool(const nw_attention_args *a, nw_pool_args *pool, const float *q,
                            const float *k, const float *v, float *o, size_t ldo,

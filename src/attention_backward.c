@@ -156,7 +156,7 @@ void nw_attention_backward_run(const nw_pooling *pooling, nw_attention_bwd_args 
     void *scratch = next(buf[BUFS - 1], floats[BUFS - 1]);
 
     /* The forward, keeping C and lse. */
-    nw_attention_project_inputs(kernels, &a->f, buf[BUF_Q], buf[BUF_K], buf[BUF_V]);
+    nw_attention_project_inputs(kernels, workers, &a->f, buf[BUF_Q], buf[BUF_K], buf[BUF_V]);
     nw_pool_args pool = a->f.pool;
     nw_attention_aim_pool(&a->f, &pool, buf[BUF_Q], buf[BUF_K], buf[BUF_V], buf[BUF_C], p->d_v,
                           tq * p->d_v);

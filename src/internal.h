@@ -129,9 +129,10 @@ typedef struct nw_kernels {
                 const float *b, size_t ldb, size_t stride_b,
                 float *c, size_t ldc, size_t stride_c, void *scratch);
     /* y = x·w^T + bias for rows×in x (pitch ldx), dense out×in w, bias NULL or out floats,
-     * rows×out y (pitch ldy): the projections of attention layers. */
-    void (*linear)(size_t rows, size_t out, size_t in, const float *x, size_t ldx,
-                   const float *w, const float *bias, float *y, size_t ldy);
+     * rows×out y (pitch ldy): the projections of attention layers. workers: the context's
+     * (NULL: the calling thread); a row's result never depends on their number. */
+    void (*linear)(nw_workers *workers, size_t rows, size_t out, size_t in, const float *x,
+                   size_t ldx, const float *w, const float *bias, float *y, size_t ldy);
     /* The provider's tiles for the tiled driver (frame/tiled.h). */
     const struct nw_tile_provider *tiles;
 } nw_kernels;

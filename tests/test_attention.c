@@ -2,6 +2,9 @@
  * layout), multi-head against a per-head loop of the core primitives for cross-attention with
  * every width different, masks and score kinds, the seed's single-head SelfAttention, T = 1,
  * no keys, errors; and the positional encoding against its closed form. */
+#define _GNU_SOURCE /* RTLD_DEFAULT */
+#include <dlfcn.h>
+
 #include "attn_testutil.h"
 #include "fixtures/mha_fixture.h"
 
@@ -165,6 +168,54 @@ static void check_layer(at_rng *r, const layer *l, const nwattn_score *score,
         nwattn_context_destroy(ctx);
     }
     free(xq), free(xkv), free(want), free(got), free(want_w), free(got_w);
+}
+
+/* Sets OpenBLAS's thread count through its own API, looked up in the process (the library
+ * loads it; the tests do not link it); returns the count before, or -1 where it is not
+ * OpenBLAS. */
+static int set_blas_threads(int threads) {
+    void *set_symbol = dlsym(RTLD_DEFAULT, "openblas_set_num_threads");
+    void *get_symbol = dlsym(RTLD_DEFAULT, "openblas_get_num_threads");
+    void (*set)(int) = NULL;
+    int (*get)(void) = NULL;
+    memcpy(&set, &set_symbol, sizeof set);
+    memcpy(&get, &get_symbol, sizeof get);
+    if (set == NULL || get == NULL)
+        return -1;
+    const int before = get();
+    set(threads);
+    return before;
+}
+
+/* Projections of more rows than one block (blas_gemm.c LINEAR_ROWS): spread over the context's
+ * workers when the BLAS runs single-threaded, in the same fixed blocks either way, so any
+ * thread count gives the very same bits; and the layer still matches the per-head loop. */
+static void test_projection_blocks(void **state) {
+    (void)state;
+    at_rng r = {53};
+    layer l = make_layer(&r, 2, 24, 20, 12, 6, 5, 17, 1, 1);
+    const size_t batch = 3, tq = 300, tkv = 130;
+    const size_t sq = tq * 24, skv = tkv * 24, sy = tq * 17;
+    float *xq = at_random(&r, batch * sq, -1.0f, 1.0f), *xkv = at_random(&r, batch * skv, -1.0f, 1.0f);
+    float *want = at_filled(batch * sy, 0.0f), *got[3];
+    per_head_loop(&l, NULL, NULL, batch, tq, tkv, xq, 24, sq, xkv, 24, skv, want, 17, sy, NULL);
+    const int blas_before = set_blas_threads(1);
+    for (size_t t = 0; t < 3; t++) {
+        nwattn_context *ctx = at_context(NWATTN_BACKEND_FUSED, t + 1);
+        got[t] = at_filled(batch * sy, 0.0f);
+        AT_OK(ctx, nwattn_attention(ctx, &l.p, NULL, NULL, batch, tq, tkv, xq, 24, sq, xkv, 24,
+                                    skv, xkv, 24, skv, got[t], 17, sy, NULL, 0, 0));
+        nwattn_context_destroy(ctx);
+        assert_true(at_close("blocked projections", batch, tq, 17, got[t], 17, sy, want, 17, sy,
+                             1e-4, 1e-4));
+        assert_true(at_same_bits(got[t], got[0], batch * sy));
+    }
+    if (blas_before > 0)
+        set_blas_threads(blas_before);
+    for (size_t t = 0; t < 3; t++)
+        free(got[t]);
+    free(xq), free(xkv), free(want);
+    free_layer(&l);
 }
 
 static void test_multi_head_cross(void **state) {
@@ -383,6 +434,7 @@ static void test_positional_encoding(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_pytorch_fixture),   cmocka_unit_test(test_multi_head_cross),
+        cmocka_unit_test(test_projection_blocks),
         cmocka_unit_test(test_multi_head_masks),  cmocka_unit_test(test_gaussian_heads),
         cmocka_unit_test(test_seed_self_attention), cmocka_unit_test(test_no_keys),
         cmocka_unit_test(test_attention_errors),  cmocka_unit_test(test_positional_encoding),

@@ -26,6 +26,13 @@ const char *nw_blas_core(void) {
     return corename != NULL ? corename() : NULL;
 }
 
+int nw_blas_threads(void) {
+    int (*threads)(void) = NULL;
+    void *symbol = dlsym(RTLD_DEFAULT, "openblas_get_num_threads");
+    memcpy(&threads, &symbol, sizeof threads);
+    return threads != NULL ? threads() : 0;
+}
+
 /* Another BLAS counts as having no small kernels. */
 static int probe(void) {
     const char *core = nw_blas_core();

@@ -115,13 +115,40 @@ void nw_blas_gemm(size_t m, size_t n, size_t k, const float *a, size_t lda, cons
     }
 }
 
-void nw_blas_linear(size_t rows, size_t out, size_t in, const float *x, size_t ldx,
-                    const float *w, const float *bias, float *y, size_t ldy) {
-    if (bias != NULL) /* the bias rows, then beta = 1 adds the product */
+/* A projection in blocks of this many rows, whatever the thread count (so no row's result
+ * depends on it): each block's bias rows are still in cache when its product adds to them, and
+ * the blocks spread over the context's workers where the BLAS runs single-threaded (a 4096 ×
+ * 512 × 512 projection otherwise keeps one core busy while the other waits). */
+#define LINEAR_ROWS ((size_t)256)
+
+typedef struct linear_job {
+    size_t rows, out, in, ldx, ldy;
+    const float *x, *w, *bias;
+    float *y;
+} linear_job;
+
+static void linear_block(void *arg, size_t block, size_t worker) {
+    (void)worker;
+    const linear_job *j = arg;
+    const size_t i0 = block * LINEAR_ROWS, rows = min_size(LINEAR_ROWS, j->rows - i0);
+    float *y = j->y + i0 * j->ldy;
+    if (j->bias != NULL) /* the bias rows, then beta = 1 adds the product */
         for (size_t i = 0; i < rows; i++)
-            for (size_t o = 0; o < out; o++)
-                y[i * ldy + o] = bias[o];
-    nw_blas_sgemm(1, rows, out, in, 1.0f, x, ldx, w, in, bias ? 1.0f : 0.0f, y, ldy);
+            memcpy(y + i * j->ldy, j->bias, j->out * sizeof(float));
+    nw_blas_sgemm(1, rows, j->out, j->in, 1.0f, j->x + i0 * j->ldx, j->ldx, j->w, j->in,
+                  j->bias ? 1.0f : 0.0f, y, j->ldy);
+}
+
+void nw_blas_linear(nw_workers *workers, size_t rows, size_t out, size_t in, const float *x,
+                    size_t ldx, const float *w, const float *bias, float *y, size_t ldy) {
+    linear_job job = {rows, out, in, ldx, ldy, x, w, bias, y};
+    const size_t blocks = (rows + LINEAR_ROWS - 1) / LINEAR_ROWS;
+    if (workers != NULL && workers->threads > 1 && blocks > 1 && nw_blas_threads() == 1) {
+        nw_parallel_for(workers, min_size(workers->threads, blocks), blocks, linear_block, &job);
+        return;
+    }
+    for (size_t b = 0; b < blocks; b++) /* the BLAS's own threads, if any, within each block */
+        linear_block(&job, b, 0);
 }
 
 #if NWATTN_USE_SGEMM_BATCH

@@ -18,6 +18,9 @@ const char *nw_blas_core(void);
  * small-matrix kernels, its Skylake-X cores): then a transposed copy of a key tile pays
  * (score_dot.c). Probed once per process, like the CPU (simd/cpu.h). */
 int nw_blas_small_products(void);
+/* The BLAS's own thread count now (OpenBLAS's openblas_get_num_threads), 0 where it does not
+ * say (another BLAS). */
+int nw_blas_threads(void);
 
 /* c = alpha · a · op(b) + beta · c, with op(b) = b (k×n) or b^T (b is n×k). Any sizes: the
  * product is split so that every BLAS argument fits its integer. Leading dimensions must fit. */
@@ -37,8 +40,8 @@ void nw_blas_softmax(const nw_simd *simd, const nw_mask *mask, size_t b, size_t 
                      const double *row_scale, float *w, size_t ldw, float *lse);
 void nw_blas_gemm(size_t m, size_t n, size_t k, const float *a, size_t lda, const float *b,
                   size_t ldb, float *c, size_t ldc);
-void nw_blas_linear(size_t rows, size_t out, size_t in, const float *x, size_t ldx,
-                    const float *w, const float *bias, float *y, size_t ldy);
+void nw_blas_linear(nw_workers *workers, size_t rows, size_t out, size_t in, const float *x,
+                    size_t ldx, const float *w, const float *bias, float *y, size_t ldy);
 size_t nw_blas_bmm_workspace(size_t batch);
 void nw_blas_bmm(const nw_exec *exec, size_t batch, size_t m, size_t n, size_t k, const float *a, size_t lda,
                  size_t stride_a, const float *b, size_t ldb, size_t stride_b, float *c,

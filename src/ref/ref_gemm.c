@@ -12,8 +12,9 @@ void nw_ref_gemm(size_t m, size_t n, size_t k, const float *a, size_t lda, const
         }
 }
 
-void nw_ref_linear(size_t rows, size_t out, size_t in, const float *x, size_t ldx,
-                   const float *w, const float *bias, float *y, size_t ldy) {
+void nw_ref_linear(nw_workers *workers, size_t rows, size_t out, size_t in, const float *x,
+                   size_t ldx, const float *w, const float *bias, float *y, size_t ldy) {
+    (void)workers; /* the reference runs on the calling thread */
     for (size_t i = 0; i < rows; i++)
         for (size_t o = 0; o < out; o++) {
             double sum = bias ? (double)bias[o] : 0.0;
