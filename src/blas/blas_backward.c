@@ -319,7 +319,7 @@ static void tile_pe(const plan *pl, const tiles *t, size_t b, size_t i0, size_t 
     const float *q = NW_BITEM(a, q, b) + i0 * a->ldq, *k = NW_BITEM(a, k, b) + j0 * a->ldk;
     const float *lse = NW_BITEM(a, lse, b) + i0;
     const double scale = desc->scale(&a->score, info);
-    desc->block(&a->score, info, a->simd, rows, cols, d, q, a->ldq, t->qs, k, a->ldk, t->kp,
+    desc->block(&a->score, info, a->simd, rows, cols, d, q, a->ldq, t->qs, k, a->ldk, t->kp, cols,
                 t->s, bt);
     if (a->dv > 0)
         nw_blas_sgemm(1, rows, cols, a->dv, 1.0f, NW_BITEM(a, d_o, b) + i0 * a->ld_do, a->ld_do,

@@ -48,7 +48,7 @@ void nw_blas_scores(const nw_simd *simd, const nw_score *score, size_t m, size_t
     if (info.finite) {
         desc->prepare(score, &info, simd, n, d, k, ldk, kp);
         desc->prepare_rows(score, &info, m, d, q, ldq, rows);
-        desc->block(score, &info, simd, m, n, d, q, ldq, rows, k, ldk, kp, t, ldt);
+        desc->block(score, &info, simd, m, n, d, q, ldq, rows, k, ldk, kp, n, t, ldt);
     }
     const double scale = desc->scale(score, &info);
     for (size_t i = 0; i < m; i++) {

@@ -26,6 +26,8 @@ typedef struct unit {
     const nw_pool_args *a;
     size_t b, h, i0, rows, bn;
     size_t bp, row_floats;  /* rows per product group; prepared floats per group */
+    size_t bc, key_floats;  /* keys per product chunk; prepared floats per chunk */
+    size_t prepared;        /* keys of the current tile in kp */
     const float *q, *k, *v;
     float *acc;             /* rows × dv, pitch a->ldo */
     float *s;               /* rows × bn scores, then exponentials */
@@ -47,9 +49,10 @@ static size_t unit_bytes(const nw_tiled_plan *plan) {
     const nw_pool_args *a = plan->a;
     const nw_score_desc *desc = a->score.desc;
     const size_t bm = plan->bm, bn = plan->bn, group = desc->row_floats(plan->bp, a->d);
-    const size_t prep = desc->prep_floats(bn, a->d);
-    size_t total = 0, tile, rows;
-    const int ok = prep != SIZE_MAX && group != SIZE_MAX &&
+    const size_t chunk = desc->prep_floats(plan->bc, a->d);
+    size_t total = 0, tile, rows, prep;
+    const int ok = chunk != SIZE_MAX && group != SIZE_MAX &&
+                   nw_mul(groups_of(bn, plan->bc), chunk, &prep) &&
                    nw_mul(groups_of(bm, plan->bp), group, &rows) && nw_mul(bm, bn, &tile) &&
                    nw_tile_piece(&total, tile, sizeof(float)) &&     /* scores, then P */
                    nw_tile_piece(&total, tile, sizeof(double)) &&    /* exact rows' scores */
@@ -70,6 +73,8 @@ static void unit_init(unit *u, const nw_tiled_plan *plan, size_t index, size_t w
     u->bn = plan->bn;
     u->bp = plan->bp;
     u->row_floats = desc->row_floats(plan->bp, a->d);
+    u->bc = plan->bc;
+    u->key_floats = desc->prep_floats(plan->bc, a->d);
     u->q = NW_ITEM(a, q, u->b, u->h) + u->i0 * a->ldq;
     u->k = NW_ITEM(a, k, u->b, u->h);
     u->v = NW_ITEM(a, v, u->b, u->h);
@@ -84,7 +89,8 @@ static void unit_init(unit *u, const nw_tiled_plan *plan, size_t index, size_t w
     u->mask_rows = (nw_mask_row *)(void *)nw_tile_take(&cursor, bm, sizeof(nw_mask_row));
     u->row = (nw_row *)(void *)nw_tile_take(&cursor, bm, sizeof(nw_row));
     u->exact = nw_tile_take(&cursor, bm, 1);
-    u->kp = (float *)(void *)nw_tile_take(&cursor, desc->prep_floats(bn, a->d), sizeof(float));
+    u->kp = (float *)(void *)nw_tile_take(&cursor, groups_of(bn, u->bc) * u->key_floats,
+                                          sizeof(float));
     u->scratch = (float *)(void *)nw_tile_take(&cursor, groups_of(bm, u->bp) * u->row_floats,
                                                sizeof(float));
 }
@@ -121,20 +127,26 @@ static int is_direct(const unit *u) {
 static void score_row(const unit *u, size_t r, size_t cols, float *s) {
     const nw_pool_args *a = u->a;
     a->score.desc->block(&a->score, u->info, a->simd, 1, cols, a->d, u->q + r * a->ldq, a->ldq,
-                         group_scratch(u, r - r % u->bp), NULL, 0, u->kp, s, cols);
+                         group_scratch(u, r - r % u->bp), NULL, 0, u->kp, u->prepared, s, cols);
 }
 
-/* Keys j0 .. j0+cols-1 as the score's block wants them, once for all the unit's groups. */
-static void prepare_keys(const unit *u, size_t j0, size_t cols) {
+/* Keys of the tile's chunk starting at its key c0 (a multiple of bc), prepared. */
+static float *chunk_keys(const unit *u, size_t c0) { return u->kp + c0 / u->bc * u->key_floats; }
+
+/* Keys j0 .. j0+cols-1 as the score's block wants them, chunk by chunk, once for all the
+ * unit's groups. */
+static void prepare_keys(unit *u, size_t j0, size_t cols) {
     const nw_pool_args *a = u->a;
+    u->prepared = cols;
     if (u->info->finite)
-        a->score.desc->prepare(&a->score, u->info, a->simd, cols, a->d, u->k + j0 * a->ldk,
-                               a->ldk, u->kp);
+        for (size_t c0 = 0; c0 < cols; c0 += u->bc)
+            a->score.desc->prepare(&a->score, u->info, a->simd, min_size(u->bc, cols - c0),
+                                   a->d, u->k + (j0 + c0) * a->ldk, a->ldk, chunk_keys(u, c0));
 }
 
-/* Scores of the group of rows from g0 against the prepared keys j0 .. j0+cols-1: fast rows
- * into s (the group's first row; pitch lds, as `scale` multiples; with is_direct only when
- * rows_too is set), exact rows into sd (pitch bn) in double. */
+/* Scores of the group of rows from g0 against keys j0 .. j0+cols-1 (of the u->prepared keys
+ * from j0): fast rows into s (the group's first row; pitch lds, as `scale` multiples; with
+ * is_direct only when rows_too is set), exact rows into sd (pitch bn) in double. */
 static void score_group(const unit *u, size_t g0, size_t j0, size_t cols, float *s,
                         size_t lds, int rows_too) {
     const nw_pool_args *a = u->a;
@@ -143,8 +155,11 @@ static void score_group(const unit *u, size_t g0, size_t j0, size_t cols, float 
     const size_t rows = group_rows(u, g0);
     if (u->info->finite) {
         if (!is_direct(u))
-            desc->block(&a->score, u->info, a->simd, rows, cols, a->d, u->q + g0 * a->ldq,
-                        a->ldq, group_scratch(u, g0), k, a->ldk, u->kp, s, lds);
+            for (size_t c0 = 0; c0 < cols; c0 += u->bc)
+                desc->block(&a->score, u->info, a->simd, rows, min_size(u->bc, cols - c0), a->d,
+                            u->q + g0 * a->ldq, a->ldq, group_scratch(u, g0), k + c0 * a->ldk,
+                            a->ldk, chunk_keys(u, c0), min_size(u->bc, u->prepared - c0),
+                            s + c0, lds);
         else
             for (size_t r = g0; rows_too && r < g0 + rows; r++)
                 if (!u->exact[r])
@@ -294,23 +309,28 @@ static void write_weights(unit *u, size_t keys) {
     for (size_t j0 = 0; j0 < a->n; j0 += cols) {
         /* The tiles of the first pass, so that every score is the one L was summed from. */
         cols = j0 < keys ? min_size(u->bn, keys - j0) : min_size(u->bn, a->n - j0);
-        if (j0 < keys) {
+        if (j0 < keys)
             prepare_keys(u, j0, cols);
-            for (size_t g0 = 0; g0 < u->rows; g0 += u->bp)
-                score_group(u, g0, j0, cols, w + g0 * a->ldw + j0, a->ldw, 1);
-        }
-        for (size_t r = 0; r < u->rows; r++) {
-            float *wrow = w + r * a->ldw + j0;
-            const nw_row *row = &u->row[r];
-            if (j0 >= keys || row->sum == 0.0) {
-                memset(wrow, 0, cols * sizeof(float));
-                continue;
-            }
-            const float inv = (float)nw_row_inverse(row);
-            for (size_t j = 0; j < cols; j++) {
-                const double x = tile_value(u, r, j0, j, wrow);
-                wrow[j] = isnan(row->sum) ? (float)nw_row_weight(row, x)
-                                          : nw_row_factorf(row, x) * inv;
+        for (size_t g0 = 0; g0 < u->rows; g0 += u->bp) {
+            /* As run_group: the group's own live keys, the rest of the tile masked (0). */
+            const size_t rows = group_rows(u, g0), group_keys = live_keys(u->mask_rows + g0, rows);
+            const size_t live = j0 < group_keys ? min_size(cols, group_keys - j0) : 0;
+            if (live > 0)
+                score_group(u, g0, j0, live, w + g0 * a->ldw + j0, a->ldw, 1);
+            for (size_t r = g0; r < g0 + rows; r++) {
+                float *wrow = w + r * a->ldw + j0;
+                const nw_row *row = &u->row[r];
+                const size_t done = row->sum == 0.0 ? 0 : live;
+                if (done < cols)
+                    memset(wrow + done, 0, (cols - done) * sizeof(float));
+                if (done == 0)
+                    continue;
+                const float inv = (float)nw_row_inverse(row);
+                for (size_t j = 0; j < done; j++) {
+                    const double x = tile_value(u, r, j0, j, wrow);
+                    wrow[j] = isnan(row->sum) ? (float)nw_row_weight(row, x)
+                                              : nw_row_factorf(row, x) * inv;
+                }
             }
         }
     }
@@ -350,9 +370,9 @@ static void run_group(unit *u, size_t g0, size_t j0, size_t cols, int dot_values
                       int dist1, float lo, float hi) {
     const nw_pool_args *a = u->a;
     const size_t rows = group_rows(u, g0), keys = live_keys(u->mask_rows + g0, rows);
-    if (j0 >= keys) /* every key from j0 on is masked for these rows (causal units); a tile
-                     * they share with later rows is done whole, its masked scores giving 0 */
+    if (j0 >= keys) /* every key from j0 on is masked for these rows (causal units) */
         return;
+    cols = min_size(cols, keys - j0); /* the tile a unit of just these rows would take */
     score_group(u, g0, j0, cols, u->s + g0 * u->bn, u->bn, 0);
     for (size_t r = g0; r < g0 + rows; r++) {
         float *s = u->s + r * u->bn;
@@ -377,9 +397,10 @@ static void run_group(unit *u, size_t g0, size_t j0, size_t cols, int dot_values
         else if (alpha != 1.0f)
             scale_row(acc, a->dv, alpha);
     }
-    if (!dot_values)
-        nw_blas_sgemm(0, rows, a->dv, cols, 1.0f, u->s + g0 * u->bn, u->bn, u->v + j0 * a->ldv,
-                      a->ldv, 1.0f, u->acc + g0 * a->ldo, a->ldo);
+    for (size_t c0 = 0; !dot_values && c0 < cols; c0 += u->bc)
+        nw_blas_sgemm(0, rows, a->dv, min_size(u->bc, cols - c0), 1.0f, u->s + g0 * u->bn + c0,
+                      u->bn, u->v + (j0 + c0) * a->ldv, a->ldv, 1.0f, u->acc + g0 * a->ldo,
+                      a->ldo);
 }
 
 static void run_unit(const nw_tiled_plan *plan, size_t index, size_t worker) {

@@ -39,6 +39,7 @@ typedef struct nw_tiled_plan {
     const nw_tile_provider *provider;
     size_t bm, bn;       /* query rows per unit and keys per tile */
     size_t bp;           /* query rows per product: a unit's rows go in groups of bp */
+    size_t bc;           /* keys per product: a tile's keys go in chunks of bc */
     int one_pass;        /* the problem fits the one-pass 1-D distance row (blas_tile.c) */
     size_t blocks;       /* query blocks per item */
     size_t items;        /* batch · heads */

@@ -72,3 +72,7 @@ size_t nw_tile_groups(const nw_tiles *t, size_t blocks, size_t threads, int one_
     const size_t per_worker = blocks / max_size(threads, 1) / NW_TILE_UNITS_PER_WORKER;
     return max_size(min_size(per_worker, NW_TILE_MAX_GROUPS), 1);
 }
+
+size_t nw_tile_key_chunks(const nw_tiles *t, int direct) {
+    return direct || (t != NULL && t->keys > 0) ? 1 : NW_TILE_KEY_CHUNKS;
+}

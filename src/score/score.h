@@ -47,10 +47,12 @@ typedef struct nw_score_desc {
     void (*prepare_rows)(const nw_score *score, const nw_keys_info *info, size_t m, size_t d,
                          const float *q, size_t ldq, float *qs);
     /* Fast scores of m query rows (q, and qs as prepare_rows left it for these m rows)
-     * against n keys (k, and kp as prepare left it): the score is scale(info) · t[i·ldt + j]. */
+     * against the first n of np keys (k, and kp as prepare left it for np keys, n <= np):
+     * the score is scale(info) · t[i·ldt + j]. */
     void (*block)(const nw_score *score, const nw_keys_info *info, const nw_simd *simd,
                   size_t m, size_t n, size_t d, const float *q, size_t ldq, const float *qs,
-                  const float *k, size_t ldk, const float *kp, float *t, size_t ldt);
+                  const float *k, size_t ldk, const float *kp, size_t np, float *t,
+                  size_t ldt);
     /* The power of two the fast scores carry (1 for most kinds). */
     double (*scale)(const nw_score *score, const nw_keys_info *info);
     /* Rows this narrow (d <= row_direct_max_d) are cheapest scored one at a time, right

@@ -57,9 +57,10 @@ static void prepare_rows(const nw_score *score, const nw_keys_info *info, size_t
 
 static void block(const nw_score *score, const nw_keys_info *info, const nw_simd *simd, size_t m,
                   size_t n, size_t d, const float *q, size_t ldq, const float *qs,
-                  const float *k, size_t ldk, const float *kp, float *t, size_t ldt) {
+                  const float *k, size_t ldk, const float *kp, size_t np, float *t,
+                  size_t ldt) {
     (void)info, (void)simd, (void)q, (void)ldq, (void)k, (void)ldk;
-    nw_blas_sgemm(0, m, n, d, score->scale, qs, d, kp, n, 0.0f, t, ldt);
+    nw_blas_sgemm(0, m, n, d, score->scale, qs, d, kp, np, 0.0f, t, ldt);
 }
 
 const nw_score_desc nw_score_cosine = {

@@ -148,15 +148,16 @@ void nw_distance_prepare_rows(const nw_score *score, const nw_keys_info *info, s
         qs[l] = (float)info->inv_h[l];
 }
 
-/* Row q against n transposed keys kt (d × n): s = -t/2 or -sqrt(t), t = sum_l u_l^2. */
-static void direct_row(int gaussian, size_t n, size_t d, const float *restrict q,
+/* Row q against the first n of np transposed keys kt (d × np): s = -t/2 or -sqrt(t),
+ * t = sum_l u_l^2. */
+static void direct_row(int gaussian, size_t n, size_t np, size_t d, const float *restrict q,
                        const float *restrict inv_h, const float *restrict kt,
                        float *restrict s) {
     for (size_t j = 0; j < n; j++)
         s[j] = 0.0f;
     for (size_t l = 0; l < d; l++) {
         const float ql = q[l], ih = inv_h[l];
-        const float *restrict kl = kt + l * n;
+        const float *restrict kl = kt + l * np;
         for (size_t j = 0; j < n; j++) {
             const float u = (ql - kl[j]) * ih;
             s[j] += u * u;
@@ -179,18 +180,18 @@ float nw_dist1_bound(int gaussian, float u, float inv_h, float lo, float hi) {
 
 void nw_distance_block(int gaussian, const nw_keys_info *info, const nw_simd *simd, size_t m,
                        size_t n, size_t d, const float *q, size_t ldq, const float *qs,
-                       const float *kp, float *t, size_t ldt) {
+                       const float *kp, size_t np, float *t, size_t ldt) {
     if (info->centre == NULL) { /* direct; qs holds 1/h */
         for (size_t i = 0; i < m; i++) {
             if (d == 1)
                 (void)simd->dist1(gaussian, q[i * ldq], qs[0], kp, n, t + i * ldt);
             else
-                direct_row(gaussian, n, d, q + i * ldq, qs, kp, t + i * ldt);
+                direct_row(gaussian, n, np, d, q + i * ldq, qs, kp, t + i * ldt);
         }
         return;
     }
     const float *qp = qs, *qnorm = qs + m * d;
-    const float *knorm = kp + n * d;
+    const float *knorm = kp + np * d;
     nw_blas_sgemm(1, m, n, d, -2.0f, qp, d, kp, d, 0.0f, t, ldt); /* -2 q'·k' */
     for (size_t i = 0; i < m; i++) {
         float *row = t + i * ldt;

@@ -37,6 +37,6 @@ void nw_distance_prepare_rows(const nw_score *score, const nw_keys_info *info, s
 /* The fast scores: Gaussian (gaussian != 0) or Laplace. */
 void nw_distance_block(int gaussian, const nw_keys_info *info, const nw_simd *simd, size_t m,
                        size_t n, size_t d, const float *q, size_t ldq, const float *qs,
-                       const float *kp, float *t, size_t ldt);
+                       const float *kp, size_t np, float *t, size_t ldt);
 
 #endif /* NWATTN_SCORE_DISTANCE_H */

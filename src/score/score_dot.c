@@ -56,12 +56,13 @@ static void prepare(const nw_score *score, const nw_keys_info *info, const nw_si
 
 static void block(const nw_score *score, const nw_keys_info *info, const nw_simd *simd, size_t m,
                   size_t n, size_t d, const float *q, size_t ldq, const float *qs,
-                  const float *k, size_t ldk, const float *kp, float *t, size_t ldt) {
+                  const float *k, size_t ldk, const float *kp, size_t np, float *t,
+                  size_t ldt) {
     (void)info, (void)simd, (void)qs;
-    if (!copies_keys(n))
+    if (!copies_keys(np)) /* as prepare decided */
         nw_blas_sgemm(1, m, n, d, score->scale, q, ldq, k, ldk, 0.0f, t, ldt);
     else
-        nw_blas_sgemm(0, m, n, d, score->scale, q, ldq, kp, n, 0.0f, t, ldt);
+        nw_blas_sgemm(0, m, n, d, score->scale, q, ldq, kp, np, 0.0f, t, ldt);
 }
 
 const nw_score_desc nw_score_dot = {

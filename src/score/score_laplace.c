@@ -10,9 +10,10 @@ static double ref(const nw_score *score, size_t d, const float *q, const float *
 
 static void block(const nw_score *score, const nw_keys_info *info, const nw_simd *simd, size_t m,
                   size_t n, size_t d, const float *q, size_t ldq, const float *qs,
-                  const float *k, size_t ldk, const float *kp, float *t, size_t ldt) {
+                  const float *k, size_t ldk, const float *kp, size_t np, float *t,
+                  size_t ldt) {
     (void)score, (void)k, (void)ldk;
-    nw_distance_block(0, info, simd, m, n, d, q, ldq, qs, kp, t, ldt);
+    nw_distance_block(0, info, simd, m, n, d, q, ldq, qs, kp, np, t, ldt);
 }
 
 static double scale(const nw_score *score, const nw_keys_info *info) {

@@ -35,9 +35,10 @@ static void prepare(const nw_score *score, const nw_keys_info *info, const nw_si
 
 static void block(const nw_score *score, const nw_keys_info *info, const nw_simd *simd, size_t m,
                   size_t n, size_t d, const float *q, size_t ldq, const float *qs,
-                  const float *k, size_t ldk, const float *kp, float *t, size_t ldt) {
+                  const float *k, size_t ldk, const float *kp, size_t np, float *t,
+                  size_t ldt) {
     (void)score, (void)info, (void)simd, (void)d, (void)q, (void)ldq, (void)qs, (void)k,
-        (void)ldk, (void)kp;
+        (void)ldk, (void)kp, (void)np;
     for (size_t i = 0; i < m; i++)
         memset(t + i * ldt, 0, n * sizeof(float));
 }
