@@ -160,9 +160,11 @@ NWATTN_API size_t nwattn_context_get_threads(const nwattn_context *ctx);
 /* Tile sizes of the fused path (docs/performance.md, "Tiles"). By default they are derived
  * per call from the caches the CPU reports when the context is created (sysconf; 32 KiB L1d
  * and 512 KiB L2 where the system says nothing) and from the BLAS's small-product threshold:
- * 64 query rows by keys such that each tile product has m·n·k <= 2^18, and for the one-pass
+ * products of 64 query rows by keys such that m·n·k <= 2^18 (a tile holds two such key
+ * chunks and a unit of work up to four such row groups), and for the one-pass
  * 1-D Nadaraya-Watson row (d = 1, one value per key, Gaussian or Laplace) as many keys as
- * fill half of L1d with keys and values. set_tiles overrides either (0: derived again);
+ * fill half of L1d with keys and values. set_tiles overrides either (0: derived again; an
+ * override is the product size itself, without groups or chunks on that side);
  * results change only by rounding (the softmax is summed tile by tile) and never with the
  * thread count. 0 <= rows <= NWATTN_MAX_TILE_ROWS, 0 <= keys <= NWATTN_MAX_TILE_KEYS, else
  * NWATTN_ERR_BAD_PARAMETER. get_tiles reports the override (0 where there is none). */
@@ -176,12 +178,13 @@ NWATTN_API nwattn_status nwattn_context_get_tiles(const nwattn_context *ctx, siz
  * (and the best this CPU has), the BLAS's core (OpenBLAS) and whether it has small-product
  * kernels (then the fused SDPA multiplies by a transposed copy of each key tile), the cache
  * sizes read and where from, the tile override, and
- * the tiles the fused path takes for three shapes (scaled dot product d = 64, the 1-D
- * Gaussian, d = 8 distances: query rows per product × keys) and how many such row groups a
- * unit of work holds at most (it prepares each key tile once for all of them; fewer where the
- * call has few row blocks, 1 with a row override), e.g.
- *   "simd=avx2 cpu=avx512 blas=Haswell small_products=0 l1d=49152 l2=1048576
- *    caches=sysconf override=0x0 tiles: dot64=64x64 nw1d=64x3072 dist8=64x256 groups<=4"
+ * the products the fused path takes for three shapes (scaled dot product d = 64, the 1-D
+ * Gaussian, d = 8 distances: query rows × keys per product), how many such row groups a unit
+ * of work holds at most (it prepares each key tile once for all of them; fewer where the call
+ * has few row blocks, 1 with a row override) and how many key chunks a tile holds (its row
+ * softmax runs once per tile; 1 with a key override and for rows scored one at a time), e.g.
+ *   "simd=avx2 cpu=avx512 blas=Haswell small_products=0 l1d=49152 l2=1048576 caches=sysconf
+ *    override=0x0 tiles: dot64=64x64 nw1d=64x3072 dist8=64x256 groups<=4 chunks=2"
  * (one line). Writes at most `size` bytes including the terminating NUL into buf (buf may be
  * NULL when size is 0) and returns the length of the whole text, as snprintf does; 0 for
  * ctx == NULL. */

@@ -112,11 +112,11 @@ size_t nwattn_context_describe(const nwattn_context *ctx, char *buf, size_t size
     const int len = snprintf(
         buf, size,
         "simd=%s cpu=%s blas=%s small_products=%d l1d=%zu l2=%zu caches=%s override=%zux%zu "
-        "tiles: dot64=%zux%zu nw1d=%zux%zu dist8=%zux%zu groups<=%zu",
+        "tiles: dot64=%zux%zu nw1d=%zux%zu dist8=%zux%zu groups<=%zu chunks=%zu",
         ctx->simd->name, cpu_level_name(nw_cpu_level()),
         nw_blas_core() != NULL ? nw_blas_core() : "unknown", nw_blas_small_products(), t->l1d, t->l2,
         t->from_cpu ? "sysconf" : "default", t->rows, t->keys, dot[0], dot[1], nw1[0], nw1[1],
-        dist8[0], dist8[1], nw_tile_groups(t, SIZE_MAX, 1, 0));
+        dist8[0], dist8[1], nw_tile_groups(t, SIZE_MAX, 1, 0), nw_tile_key_chunks(t, 0));
     return len > 0 ? (size_t)len : 0;
 }
 
