@@ -161,7 +161,8 @@ NWATTN_API size_t nwattn_context_get_threads(const nwattn_context *ctx);
  * per call from the caches the CPU reports when the context is created (sysconf; 32 KiB L1d
  * and 512 KiB L2 where the system says nothing) and from the BLAS's small-product threshold:
  * products of 64 query rows by keys such that m·n·k <= 2^18 (a tile holds two such key
- * chunks and a unit of work up to four such row groups), and for the one-pass
+ * chunks where L1d holds their scores, a unit of work up to four such row groups), and for
+ * the one-pass
  * 1-D Nadaraya-Watson row (d = 1, one value per key, Gaussian or Laplace) as many keys as
  * fill half of L1d with keys and values. set_tiles overrides either (0: derived again; an
  * override is the product size itself, without groups or chunks on that side);

@@ -116,7 +116,7 @@ size_t nwattn_context_describe(const nwattn_context *ctx, char *buf, size_t size
         ctx->simd->name, cpu_level_name(nw_cpu_level()),
         nw_blas_core() != NULL ? nw_blas_core() : "unknown", nw_blas_small_products(), t->l1d, t->l2,
         t->from_cpu ? "sysconf" : "default", t->rows, t->keys, dot[0], dot[1], nw1[0], nw1[1],
-        dist8[0], dist8[1], nw_tile_groups(t, SIZE_MAX, 1, 0), nw_tile_key_chunks(t, 0));
+        dist8[0], dist8[1], nw_tile_groups(t, SIZE_MAX, 1, 0), nw_tile_key_chunks(t, dot[0], dot[1], 0));
     return len > 0 ? (size_t)len : 0;
 }
 

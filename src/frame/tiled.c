@@ -29,7 +29,8 @@ static void plan_init(nw_tiled_plan *plan, const nw_tile_provider *provider,
     plan->one_pass = one_pass_rows(a);
     nw_tile_shape(a->tiles, a->m, a->n, a->d, a->dv, plan->one_pass, &plan->bp, &plan->bc);
     const int direct = a->d <= a->score.desc->row_direct_max_d;
-    plan->bn = min_size(plan->bc * nw_tile_key_chunks(a->tiles, plan->one_pass || direct),
+    plan->bn = min_size(plan->bc * nw_tile_key_chunks(a->tiles, plan->bp, plan->bc,
+                                                      plan->one_pass || direct),
                         max_size(a->n, plan->bc)); /* bc <= n unless n is 0 */
     plan->items = a->batch * a->heads; /* <= batch·heads·m, which the checks bounded */
     const size_t product_blocks = plan->items * ((a->m + plan->bp - 1) / plan->bp);

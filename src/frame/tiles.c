@@ -73,6 +73,9 @@ size_t nw_tile_groups(const nw_tiles *t, size_t blocks, size_t threads, int one_
     return max_size(min_size(per_worker, NW_TILE_MAX_GROUPS), 1);
 }
 
-size_t nw_tile_key_chunks(const nw_tiles *t, int direct) {
-    return direct || (t != NULL && t->keys > 0) ? 1 : NW_TILE_KEY_CHUNKS;
+size_t nw_tile_key_chunks(const nw_tiles *t, size_t bp, size_t bc, int direct) {
+    if (direct || (t != NULL && t->keys > 0))
+        return 1;
+    const size_t l1d = t ? t->l1d : NW_DEFAULT_L1D, chunk = max_size(bp * bc, 1) * sizeof(float);
+    return max_size(min_size(l1d / 3 * 2 / chunk, NW_TILE_KEY_CHUNKS), 1);
 }

@@ -32,11 +32,13 @@ void nw_tile_shape(const nw_tiles *tiles, size_t m, size_t n, size_t d, size_t d
  * and never the one-pass 1-D row. No row's result depends on it: the products are the same
  * bp-row blocks either way. */
 #define NW_TILE_MAX_GROUPS 4
-/* Product chunks of keys per tile (1 to NW_TILE_KEY_CHUNKS): the row softmax runs once per
- * tile, so wider tiles halve its per-tile cost while each product stays within the BLAS's
- * small size. Derived tiles only, and not where rows are scored one at a time (direct). */
+/* Product chunks of bc keys per tile (1 to NW_TILE_KEY_CHUNKS) for groups of bp rows: the row
+ * softmax runs once per tile, so wider tiles cut its per-tile cost while each product stays
+ * within the BLAS's small size; as many as keep a group's scores within two thirds of L1d
+ * (2 on a 48 KiB L1d at 64 × 64, 1 on 32 KiB). Derived tiles only, and not where rows are
+ * scored one at a time (direct). */
 #define NW_TILE_KEY_CHUNKS 2
-size_t nw_tile_key_chunks(const nw_tiles *tiles, int direct);
+size_t nw_tile_key_chunks(const nw_tiles *tiles, size_t bp, size_t bc, int direct);
 size_t nw_tile_groups(const nw_tiles *tiles, size_t blocks, size_t threads, int one_pass);
 
 #endif /* NWATTN_FRAME_TILES_H */
