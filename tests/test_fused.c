@@ -101,9 +101,9 @@ typedef struct result {
     float *o, *lse, *w;
 } result;
 
-/* Pools p with the backend; outputs start as SENTINEL, so untouched padding can be checked. */
-static result run(const problem *p, nwattn_backend backend, size_t threads, int weights) {
-    nwattn_context *ctx = at_context(backend, threads);
+/* Pools p on ctx (then destroyed); outputs start as SENTINEL, so untouched padding can be
+ * checked. */
+static result run_on(nwattn_context *ctx, const problem *p, int weights) {
     result res = {at_filled(buffer_floats(p->batch, p->m, p->ldo, p->stride_o), SENTINEL),
                   at_filled(p->batch * p->m + 1, SENTINEL), NULL};
     const size_t ldw = p->n + 1;
@@ -115,6 +115,11 @@ static result run(const problem *p, nwattn_backend backend, size_t threads, int 
                            res.lse, p->m));
     nwattn_context_destroy(ctx);
     return res;
+}
+
+/* Pools p with the backend. */
+static result run(const problem *p, nwattn_backend backend, size_t threads, int weights) {
+    return run_on(at_context(backend, threads), p, weights);
 }
 
 static void free_result(result *r) { free(r->o), free(r->lse), free(r->w); }
@@ -239,21 +244,11 @@ static void test_threads_same_bits(void **state) {
     free_problem(&p);
 }
 
-/* Pools p with the backend on a context whose tiles are set (rows, keys; 0: derived). */
+/* Pools p with FUSED on two threads, the tiles set (rows, keys; 0: derived). */
 static result run_tiles(const problem *p, size_t rows, size_t keys, int weights) {
     nwattn_context *ctx = at_context(NWATTN_BACKEND_FUSED, 2);
     AT_OK(ctx, nwattn_context_set_tiles(ctx, rows, keys));
-    result res = {at_filled(buffer_floats(p->batch, p->m, p->ldo, p->stride_o), SENTINEL),
-                  at_filled(p->batch * p->m + 1, SENTINEL), NULL};
-    const size_t ldw = p->n + 1;
-    if (weights)
-        res.w = at_filled(buffer_floats(p->batch, p->m, ldw, p->m * ldw), SENTINEL);
-    AT_OK(ctx, nwattn_pool(ctx, &p->score, &p->mask, p->batch, p->m, p->n, p->d, p->dv, p->q,
-                           p->ldq, p->stride_q, p->k, p->ldk, p->stride_k, p->v, p->ldv,
-                           p->stride_v, res.o, p->ldo, p->stride_o, res.w, ldw, p->m * ldw,
-                           res.lse, p->m));
-    nwattn_context_destroy(ctx);
-    return res;
+    return run_on(ctx, p, weights);
 }
 
 /* Units of several product groups (derived tiles with many row blocks, frame/tiles.h
