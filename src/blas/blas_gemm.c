@@ -19,8 +19,8 @@ static void sgemm_split(int transpose_a, int transpose_b, size_t m, size_t n, si
                         float alpha, const float *a, size_t lda, const float *b, size_t ldb,
                         float beta, float *c, size_t ldc) {
     const size_t limit = NW_BLAS_DIM_LIMIT;
-    if (beta == 0.0f && !nw_blas_small_products() && k > 0 && m <= NW_TILE_MNK && n <= NW_TILE_MNK && k <= NW_TILE_MNK &&
-        m * n * k <= NW_TILE_MNK) {
+    if (beta == 0.0f && !nw_blas_small_products() && k > 0 && m <= NW_TILE_MNK &&
+        n <= NW_TILE_MNK && k <= NW_TILE_MNK && m * n * k <= NW_TILE_MNK) {
         /* A tile's product over zeros with beta 1: the same bits (C = 0 + alpha·AB either
          * way), without OpenBLAS's beta pass, which costs a 64×64×64 product several percent
          * more than zeroing C here (the fused backward forms S and dP with beta 0). Not where

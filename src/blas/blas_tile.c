@@ -17,6 +17,7 @@
 
 #include "blas_kernels.h"
 #include "frame/tiled.h"
+#include "frame/tiles.h"
 #include "ref/ref_kernels.h"
 
 static size_t min_size(size_t a, size_t b) { return a < b ? a : b; }
@@ -28,6 +29,7 @@ typedef struct unit {
     size_t bp, row_floats;  /* rows per product group; prepared floats per group */
     size_t bc, key_floats;  /* keys per product chunk; prepared floats per chunk */
     size_t prepared;        /* keys of the current tile in kp */
+    size_t group_keys[NW_TILE_MAX_GROUPS]; /* each group's live keys (live_keys of its rows) */
     const float *q, *k, *v;
     float *acc;             /* rows × dv, pitch a->ldo */
     float *s;               /* rows × bn scores, then exponentials */
@@ -117,10 +119,8 @@ static void choose_rows(unit *u) {
                                         u->q + g0 * a->ldq, a->ldq, group_scratch(u, g0));
 }
 
-/* Rows this narrow are scored one at a time, just before the row is used, while in cache. */
-static int is_direct(const unit *u) {
-    return u->a->d <= u->a->score.desc->row_direct_max_d;
-}
+/* Rows scored one at a time, while in cache (frame/tiled.h). */
+static int is_direct(const unit *u) { return nw_tile_rows_direct(u->a); }
 
 /* Row r's fast scores against the prepared key tile (cols keys) into s (direct rows: the
  * prepared rows are the score's parameters, the same for every row). */
@@ -313,7 +313,7 @@ static void write_weights(unit *u, size_t keys) {
             prepare_keys(u, j0, cols);
         for (size_t g0 = 0; g0 < u->rows; g0 += u->bp) {
             /* As run_group: the group's own live keys, the rest of the tile masked (0). */
-            const size_t rows = group_rows(u, g0), group_keys = live_keys(u->mask_rows + g0, rows);
+            const size_t rows = group_rows(u, g0), group_keys = u->group_keys[g0 / u->bp];
             const size_t live = j0 < group_keys ? min_size(cols, group_keys - j0) : 0;
             if (live > 0)
                 score_group(u, g0, j0, live, w + g0 * a->ldw + j0, a->ldw, 1);
@@ -369,7 +369,7 @@ static void write_states(const unit *u) {
 static void run_group(unit *u, size_t g0, size_t j0, size_t cols, int dot_values, int direct,
                       int dist1, float lo, float hi) {
     const nw_pool_args *a = u->a;
-    const size_t rows = group_rows(u, g0), keys = live_keys(u->mask_rows + g0, rows);
+    const size_t rows = group_rows(u, g0), keys = u->group_keys[g0 / u->bp];
     if (j0 >= keys) /* every key from j0 on is masked for these rows (causal units) */
         return;
     cols = min_size(cols, keys - j0); /* the tile a unit of just these rows would take */
@@ -412,7 +412,11 @@ static void run_unit(const nw_tiled_plan *plan, size_t index, size_t worker) {
         u.row[r] = nw_row_empty();
         memset(u.acc + r * a->ldo, 0, a->dv * sizeof(float));
     }
-    const size_t keys = live_keys(u.mask_rows, u.rows);
+    size_t keys = 0; /* the unit's live keys: its groups' largest */
+    for (size_t g0 = 0; g0 < u.rows; g0 += u.bp) {
+        u.group_keys[g0 / u.bp] = live_keys(u.mask_rows + g0, group_rows(&u, g0));
+        keys = u.group_keys[g0 / u.bp] > keys ? u.group_keys[g0 / u.bp] : keys;
+    }
     if (keys > 0)
         choose_rows(&u);
 

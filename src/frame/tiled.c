@@ -28,14 +28,15 @@ static void plan_init(nw_tiled_plan *plan, const nw_tile_provider *provider,
     plan->info_store = NULL;
     plan->one_pass = one_pass_rows(a);
     nw_tile_shape(a->tiles, a->m, a->n, a->d, a->dv, plan->one_pass, &plan->bp, &plan->bc);
-    const int direct = a->d <= a->score.desc->row_direct_max_d;
     plan->bn = min_size(plan->bc * nw_tile_key_chunks(a->tiles, plan->bp, plan->bc,
-                                                      plan->one_pass || direct),
+                                                      plan->one_pass || nw_tile_rows_direct(a)),
                         max_size(a->n, plan->bc)); /* bc <= n unless n is 0 */
     plan->items = a->batch * a->heads; /* <= batch·heads·m, which the checks bounded */
     const size_t product_blocks = plan->items * ((a->m + plan->bp - 1) / plan->bp);
-    plan->bm = plan->bp * nw_tile_groups(a->tiles, product_blocks, threads, plan->one_pass);
-    plan->bm = plan->bm < a->m ? plan->bm : a->m > 0 ? a->m : 1;
+    plan->bm = max_size(min_size(plan->bp * nw_tile_groups(a->tiles, product_blocks, threads,
+                                                           plan->one_pass),
+                                 a->m),
+                        1);
     plan->blocks = (a->m + plan->bm - 1) / plan->bm;
     plan->unit_bytes = provider->unit_bytes(plan);
     /* Shared: each item's key information and what it points at. */

@@ -51,6 +51,12 @@ typedef struct nw_tiled_plan {
     int partial;         /* write states instead of outputs */
 } nw_tiled_plan;
 
+/* Rows this narrow (d <= the score's row_direct_max_d) are scored one at a time, just before
+ * the row is used (blas_tile.c), so their tiles take one key chunk. */
+static inline int nw_tile_rows_direct(const nw_pool_args *a) {
+    return a->d <= a->score.desc->row_direct_max_d;
+}
+
 /* A worker's scratch is carved with this: count elements of elem bytes, rounded up to 64
  * bytes (the providers' unit_bytes add pieces the same way, nw_tile_piece). */
 static inline unsigned char *nw_tile_take(unsigned char **cursor, size_t count, size_t elem) {
