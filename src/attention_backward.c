@@ -106,15 +106,23 @@ static void weight_grad(int reference, size_t batch, size_t t, size_t out_w, siz
                          b == 0 ? 0.0f : 1.0f, dw, in_w);
 }
 
-/* db (out_w) = the column sums of every G_b, in double. */
+/* db (out_w) = the column sums of every G_b, in double, over items and rows in order. Columns
+ * a block at a time, each row's block read whole: a column at a time walked G with a stride of
+ * ldg floats (6 % of an MHA layer's backward, 8×512×512). */
+#define BIAS_BLOCK 256
 static void bias_grad(size_t batch, size_t t, size_t out_w, const float *g, size_t ldg,
                       size_t stride_g, float *db) {
-    for (size_t o = 0; db != NULL && o < out_w; o++) {
-        double sum = 0.0;
+    for (size_t o0 = 0; db != NULL && o0 < out_w; o0 += BIAS_BLOCK) {
+        const size_t cols = out_w - o0 < BIAS_BLOCK ? out_w - o0 : BIAS_BLOCK;
+        double sum[BIAS_BLOCK] = {0.0};
         for (size_t b = 0; b < batch; b++)
-            for (size_t r = 0; r < t; r++)
-                sum += (double)g[b * stride_g + r * ldg + o];
-        db[o] = (float)sum;
+            for (size_t r = 0; r < t; r++) {
+                const float *row = g + b * stride_g + r * ldg + o0;
+                for (size_t o = 0; o < cols; o++)
+                    sum[o] += (double)row[o];
+            }
+        for (size_t o = 0; o < cols; o++)
+            db[o0 + o] = (float)sum[o];
     }
 }
 
