@@ -70,6 +70,29 @@ int nw_attention_blas_ok(const nw_call *call, const nwattn_attention_params *p) 
            p->d_qk <= NW_BLAS_INT_MAX && p->d_v <= NW_BLAS_INT_MAX && out_w <= NW_BLAS_INT_MAX;
 }
 
+/* The arguments of nwattn_attention and nwattn_attention_save (params checked), no weights. */
+static nw_attention_args args_of(const nwattn_context *ctx, const nwattn_attention_params *p,
+                                 size_t batch, size_t t_q, size_t t_kv, nw_seq x_q, nw_seq x_k,
+                                 nw_seq x_v, float *y, size_t ldy, size_t stride_y) {
+    nw_attention_args a = {
+        .params = p, .batch = batch, .t_q = t_q, .t_kv = t_kv, .x_q = x_q, .x_k = x_k,
+        .x_v = x_v, .y = y, .ldy = ldy, .stride_y = stride_y,
+        .pool = {.simd = ctx->simd, .tiles = &ctx->tiles, .batch = batch, .heads = p->heads,
+                 .m = t_q, .n = t_kv, .d = p->d_qk / p->heads, .dv = p->d_v / p->heads},
+    };
+    return a;
+}
+
+/* The checks both forwards share after their own outputs: the mask, the operands' overlaps,
+ * and the pooling's choice. */
+static nwattn_status check_rest(nw_call *call, nw_attention_args *a, const nwattn_mask *mask,
+                                nw_pooling *pooling) {
+    NW_TRY(nw_check_mask(call, mask, a->t_q, a->t_kv, &a->pool.mask));
+    NW_TRY(nw_check_disjoint(call));
+    return nw_select_pooling(call->ctx, nw_attention_blas_ok(call, a->params),
+                             a->t_kv <= NW_BLAS_INT_MAX, &a->pool, pooling);
+}
+
 nwattn_status nwattn_attention(nwattn_context *ctx, const nwattn_attention_params *params,
                                const nwattn_score *score, const nwattn_mask *mask, size_t batch,
                                size_t t_q, size_t t_kv, const float *x_q, size_t ldx_q,
@@ -80,36 +103,87 @@ nwattn_status nwattn_attention(nwattn_context *ctx, const nwattn_attention_param
     NW_TRY(nw_begin(ctx));
     NW_TRY(check_params(ctx, params));
     const nwattn_attention_params *p = params;
-    const size_t dh = p->d_qk / p->heads, dvh = p->d_v / p->heads;
-    const size_t out_w = p->w_o ? p->d_out : p->d_v;
-    nw_attention_args a = {
-        .params = p, .batch = batch, .t_q = t_q, .t_kv = t_kv,
-        .x_q = {x_q, ldx_q, stride_x_q}, .x_k = {x_k, ldx_k, stride_x_k},
-        .x_v = {x_v, ldx_v, stride_x_v},
-        .y = y, .ldy = ldy, .stride_y = stride_y,
-        .pool = {.simd = ctx->simd, .tiles = &ctx->tiles, .batch = batch, .heads = p->heads, .m = t_q, .n = t_kv, .d = dh, .dv = dvh,
-                 .w = weights, .ldw = ldw, .stride_w = stride_w, .hstride_w = t_q * ldw},
-    };
+    nw_attention_args a = args_of(ctx, p, batch, t_q, t_kv, (nw_seq){x_q, ldx_q, stride_x_q},
+                                  (nw_seq){x_k, ldx_k, stride_x_k},
+                                  (nw_seq){x_v, ldx_v, stride_x_v}, y, ldy, stride_y);
+    a.pool.w = weights, a.pool.ldw = ldw, a.pool.stride_w = stride_w, a.pool.hstride_w = t_q * ldw;
     nw_call call;
     nw_call_init(&call, ctx, batch);
     NW_TRY(nw_attention_check_inputs(&call, p, score, &a));
-    NW_TRY(nw_output(&call, "y", y, t_q, out_w, ldy, stride_y));
+    NW_TRY(nw_output(&call, "y", y, t_q, p->w_o ? p->d_out : p->d_v, ldy, stride_y));
     if (weights != NULL) {
         size_t rows;
         if (!nw_mul(p->heads, t_q, &rows))
             return nw_fail(ctx, NWATTN_ERR_OVERFLOW, "heads·t_q overflows size_t");
         NW_TRY(nw_output(&call, "weights", weights, rows, t_kv, ldw, stride_w));
     }
-    NW_TRY(nw_check_mask(&call, mask, t_q, t_kv, &a.pool.mask));
-    NW_TRY(nw_check_disjoint(&call));
-
     nw_pooling pooling;
-    NW_TRY(nw_select_pooling(ctx, nw_attention_blas_ok(&call, p), t_kv <= NW_BLAS_INT_MAX,
-                             &a.pool, &pooling));
+    NW_TRY(check_rest(&call, &a, mask, &pooling));
     if (batch == 0 || t_q == 0)
         return NWATTN_OK;
     void *ws;
     NW_TRY(nw_workspace(ctx, nw_attention_workspace(&pooling, &a, ctx->workers.threads), &ws));
     nw_attention_run(&pooling, &a, ws, &ctx->workers);
+    return NWATTN_OK;
+}
+
+nwattn_status nw_attention_check_saved(nw_call *call, const nw_attention_args *a,
+                                       const float *saved, size_t saved_floats, int output) {
+    nw_saved_layout l;
+    if (!nw_attention_saved_layout(a->params, a->batch, a->t_q, a->t_kv, &l))
+        return nw_fail(call->ctx, NWATTN_ERR_OVERFLOW,
+                       "the saved activations have more floats than size_t holds");
+    if (saved_floats < l.total)
+        return nw_fail(call->ctx, NWATTN_ERR_BAD_DIMENSION,
+                       "saved_floats = %zu is less than the %zu floats the activations take "
+                       "(nwattn_attention_saved_floats)", saved_floats, l.total);
+    if (l.total == 0)
+        return NWATTN_OK;
+    return output ? nw_output_elems(call, "saved", saved, sizeof(float), 1, l.total, l.total)
+                  : nw_input_array(call, "saved", saved, sizeof(float), l.total);
+}
+
+nwattn_status nwattn_attention_saved_floats(nwattn_context *ctx,
+                                            const nwattn_attention_params *params,
+                                            size_t batch, size_t t_q, size_t t_kv,
+                                            size_t *floats) {
+    NW_TRY(nw_begin(ctx));
+    if (floats == NULL)
+        return nw_fail(ctx, NWATTN_ERR_NULL_POINTER, "floats is NULL");
+    NW_TRY(check_params(ctx, params));
+    nw_saved_layout l;
+    if (!nw_attention_saved_layout(params, batch, t_q, t_kv, &l))
+        return nw_fail(ctx, NWATTN_ERR_OVERFLOW,
+                       "the saved activations have more floats than size_t holds");
+    *floats = l.total;
+    return NWATTN_OK;
+}
+
+nwattn_status nwattn_attention_save(nwattn_context *ctx, const nwattn_attention_params *params,
+                                    const nwattn_score *score, const nwattn_mask *mask,
+                                    size_t batch, size_t t_q, size_t t_kv, const float *x_q,
+                                    size_t ldx_q, size_t stride_x_q, const float *x_k,
+                                    size_t ldx_k, size_t stride_x_k, const float *x_v,
+                                    size_t ldx_v, size_t stride_x_v, float *y, size_t ldy,
+                                    size_t stride_y, float *saved, size_t saved_floats) {
+    NW_TRY(nw_begin(ctx));
+    NW_TRY(check_params(ctx, params));
+    const nwattn_attention_params *p = params;
+    nw_attention_args a = args_of(ctx, p, batch, t_q, t_kv, (nw_seq){x_q, ldx_q, stride_x_q},
+                                  (nw_seq){x_k, ldx_k, stride_x_k},
+                                  (nw_seq){x_v, ldx_v, stride_x_v}, y, ldy, stride_y);
+    nw_call call;
+    nw_call_init(&call, ctx, batch);
+    NW_TRY(nw_attention_check_inputs(&call, p, score, &a));
+    NW_TRY(nw_output(&call, "y", y, t_q, p->w_o ? p->d_out : p->d_v, ldy, stride_y));
+    NW_TRY(nw_attention_check_saved(&call, &a, saved, saved_floats, 1));
+    nw_pooling pooling;
+    NW_TRY(check_rest(&call, &a, mask, &pooling));
+    if (batch == 0 || t_q == 0)
+        return NWATTN_OK;
+    void *ws;
+    NW_TRY(nw_workspace(ctx, nw_attention_save_workspace(&pooling, &a, ctx->workers.threads),
+                        &ws));
+    nw_attention_run_saved(&pooling, &a, saved, ws, &ctx->workers);
     return NWATTN_OK;
 }

@@ -37,32 +37,36 @@ static nwattn_status check_grads(nw_call *call, const nw_attention_args *a,
                        nw_grad_params(&a->pool.score, a->pool.d));
 }
 
-nwattn_status nwattn_attention_backward(nwattn_context *ctx,
-                                        const nwattn_attention_params *params,
-                                        const nwattn_score *score, const nwattn_mask *mask,
-                                        size_t batch, size_t t_q, size_t t_kv, const float *x_q,
-                                        size_t ldx_q, size_t stride_x_q, const float *x_k,
-                                        size_t ldx_k, size_t stride_x_k, const float *x_v,
-                                        size_t ldx_v, size_t stride_x_v, const float *dy,
-                                        size_t ldy, size_t stride_dy,
-                                        const nwattn_attention_grads *grads) {
+/* Both backwards: with_saved 0 recomputes the forward (nwattn_attention_backward), 1 reads
+ * nwattn_attention_save's activations. */
+static nwattn_status backward(nwattn_context *ctx, const nwattn_attention_params *params,
+                              const nwattn_score *score, const nwattn_mask *mask, size_t batch,
+                              size_t t_q, size_t t_kv, nw_seq x_q, nw_seq x_k, nw_seq x_v,
+                              const float *dy, size_t ldy, size_t stride_dy, int with_saved,
+                              const float *saved, size_t saved_floats,
+                              const nwattn_attention_grads *grads) {
     NW_TRY(nw_begin(ctx));
     if (grads == NULL)
         return nw_fail(ctx, NWATTN_ERR_NULL_POINTER, "grads is NULL");
     nw_attention_bwd_args a = {
-        .f = {.params = params, .batch = batch, .t_q = t_q, .t_kv = t_kv,
-              .x_q = {x_q, ldx_q, stride_x_q}, .x_k = {x_k, ldx_k, stride_x_k},
-              .x_v = {x_v, ldx_v, stride_x_v}},
+        .f = {.params = params, .batch = batch, .t_q = t_q, .t_kv = t_kv, .x_q = x_q,
+              .x_k = x_k, .x_v = x_v},
         .dy = dy, .ldy = ldy, .stride_dy = stride_dy, .grads = grads,
     };
     nw_call call;
     nw_call_init(&call, ctx, batch);
     NW_TRY(nw_attention_check_inputs(&call, params, score, &a.f));
     const nwattn_attention_params *p = params;
-    a.f.pool = (nw_pool_args){.simd = ctx->simd, .tiles = &ctx->tiles, .score = a.f.pool.score, .batch = batch,
-                              .heads = p->heads, .m = t_q, .n = t_kv, .d = p->d_qk / p->heads,
-                              .dv = p->d_v / p->heads};
+    a.f.pool = (nw_pool_args){.simd = ctx->simd, .tiles = &ctx->tiles, .score = a.f.pool.score,
+                              .batch = batch, .heads = p->heads, .m = t_q, .n = t_kv,
+                              .d = p->d_qk / p->heads, .dv = p->d_v / p->heads};
     NW_TRY(nw_input(&call, "dy", dy, t_q, p->w_o ? p->d_out : p->d_v, ldy, stride_dy));
+    if (with_saved) {
+        NW_TRY(nw_attention_check_saved(&call, &a.f, saved, saved_floats, 0));
+        nw_saved_layout layout;
+        nw_attention_saved_layout(p, batch, t_q, t_kv, &layout); /* checked just now */
+        a.saved = layout.total > 0 ? saved : NULL; /* nothing to read: nothing to recompute */
+    }
     NW_TRY(check_grads(&call, &a.f, grads));
     NW_TRY(nw_check_mask(&call, mask, t_q, t_kv, &a.f.pool.mask));
     nw_backward_args gs = {.batch = batch, .m = t_q, .n = t_kv, .mask = a.f.pool.mask};
@@ -79,4 +83,30 @@ nwattn_status nwattn_attention_backward(nwattn_context *ctx,
                         &ws));
     nw_attention_backward_run(&pooling, &a, ws, &ctx->workers);
     return NWATTN_OK;
+}
+
+nwattn_status nwattn_attention_backward(nwattn_context *ctx,
+                                        const nwattn_attention_params *params,
+                                        const nwattn_score *score, const nwattn_mask *mask,
+                                        size_t batch, size_t t_q, size_t t_kv, const float *x_q,
+                                        size_t ldx_q, size_t stride_x_q, const float *x_k,
+                                        size_t ldx_k, size_t stride_x_k, const float *x_v,
+                                        size_t ldx_v, size_t stride_x_v, const float *dy,
+                                        size_t ldy, size_t stride_dy,
+                                        const nwattn_attention_grads *grads) {
+    return backward(ctx, params, score, mask, batch, t_q, t_kv, (nw_seq){x_q, ldx_q, stride_x_q},
+                    (nw_seq){x_k, ldx_k, stride_x_k}, (nw_seq){x_v, ldx_v, stride_x_v}, dy, ldy,
+                    stride_dy, 0, NULL, 0, grads);
+}
+
+nwattn_status nwattn_attention_backward_saved(
+    nwattn_context *ctx, const nwattn_attention_params *params, const nwattn_score *score,
+    const nwattn_mask *mask, size_t batch, size_t t_q, size_t t_kv, const float *x_q,
+    size_t ldx_q, size_t stride_x_q, const float *x_k, size_t ldx_k, size_t stride_x_k,
+    const float *x_v, size_t ldx_v, size_t stride_x_v, const float *dy, size_t ldy,
+    size_t stride_dy, const float *saved, size_t saved_floats,
+    const nwattn_attention_grads *grads) {
+    return backward(ctx, params, score, mask, batch, t_q, t_kv, (nw_seq){x_q, ldx_q, stride_x_q},
+                    (nw_seq){x_k, ldx_k, stride_x_k}, (nw_seq){x_v, ldx_v, stride_x_v}, dy, ldy,
+                    stride_dy, 1, saved, saved_floats, grads);
 }

@@ -2,6 +2,8 @@
  * that head h of item b is a column slice: pointer + b·t·width + h·width/heads, pitch width.
  * The pooling then runs over batch × heads items without copying heads apart, writes the
  * concatenated heads the same way, and one more projection gives the output. */
+#include <string.h>
+
 #include "attention.h"
 
 /* Floats of the four buffers: Q and C (t_q rows), K and V (t_kv rows). */
@@ -84,6 +86,55 @@ void nw_attention_project_inputs(const nw_kernels *kernels, nw_workers *workers,
             p->d_qk, a->t_kv * p->d_qk);
     project(kernels, workers, a->batch, a->t_kv, p->d_v, p->d_v_in, a->x_v, p->w_v, p->b_v, v,
             p->d_v, a->t_kv * p->d_v);
+}
+
+int nw_attention_saved_layout(const nwattn_attention_params *p, size_t batch, size_t t_q,
+                              size_t t_kv, nw_saved_layout *out) {
+    size_t rows_q, rows_kv, total;
+    if (!nw_mul(batch, t_q, &rows_q) || !nw_mul(batch, t_kv, &rows_kv) ||
+        !nw_mul(rows_q, p->d_qk, &out->q) || !nw_mul(rows_kv, p->d_qk, &out->k) ||
+        !nw_mul(rows_kv, p->d_v, &out->v) || !nw_mul(rows_q, p->d_v, &out->c) ||
+        !nw_mul(rows_q, p->heads, &out->lse) || !nw_add(out->q, out->k, &total) ||
+        !nw_add(total, out->v, &total) || !nw_add(total, out->c, &total) ||
+        !nw_add(total, out->lse, &out->total))
+        return 0;
+    return 1;
+}
+
+nw_saved_view nw_attention_saved_view(const nw_saved_layout *l, const float *saved) {
+    nw_saved_view v = {saved, saved + l->q, saved + l->q + l->k, saved + l->q + l->k + l->v,
+                       saved + l->q + l->k + l->v + l->c};
+    return v;
+}
+
+size_t nw_attention_save_workspace(const nw_pooling *pooling, nw_attention_args *a,
+                                   size_t threads) {
+    nw_attention_aim_pool(a, &a->pool, NULL, NULL, NULL, NULL, a->params->d_v,
+                          a->t_q * a->params->d_v); /* the needs depend on the shapes only */
+    return nw_pooling_workspace(pooling, &a->pool, threads);
+}
+
+void nw_attention_run_saved(const nw_pooling *pooling, nw_attention_args *a, float *saved,
+                            void *workspace, nw_workers *workers) {
+    const nwattn_attention_params *p = a->params;
+    nw_saved_layout l;
+    nw_attention_saved_layout(p, a->batch, a->t_q, a->t_kv, &l); /* checked by the caller */
+    float *q = saved, *k = q + l.q, *v = k + l.k, *c = v + l.v, *lse = c + l.c;
+    nw_attention_project_inputs(pooling->kernels, workers, a, q, k, v);
+    nw_attention_aim_pool(a, &a->pool, q, k, v, c, p->d_v, a->t_q * p->d_v);
+    /* lse as (batch, heads, t_q), nwattn_pool's layout */
+    a->pool.lse = lse, a->pool.stride_lse = p->heads * a->t_q, a->pool.hstride_lse = a->t_q;
+    nw_pooling_exec(pooling, &a->pool, workspace, workers);
+    const nw_seq concat = {c, p->d_v, a->t_q * p->d_v};
+    if (p->w_o != NULL) {
+        project(pooling->kernels, workers, a->batch, a->t_q, p->d_out, p->d_v, concat, p->w_o,
+                p->b_o, a->y, a->ldy, a->stride_y);
+        return;
+    }
+    for (size_t b = 0; b < a->batch; b++) /* Y is C itself */
+        for (size_t r = 0; r < a->t_q; r++)
+            memcpy(a->y + b * a->stride_y + r * a->ldy, c + (b * a->t_q + r) * p->d_v,
+                   p->d_v * sizeof(float));
 }
 
 void nw_attention_run(const nw_pooling *pooling, nw_attention_args *a, void *workspace,

@@ -30,6 +30,26 @@ size_t nw_attention_workspace(const nw_pooling *pooling, nw_attention_args *args
 void nw_attention_run(const nw_pooling *pooling, nw_attention_args *args, void *workspace,
                       nw_workers *workers);
 
+/* The activations nwattn_attention_save keeps (nwattn.h): floats of Q, K, V, the concatenated
+ * heads C and the heads' lse, contiguous in this order. Returns 0 if a count overflows. */
+typedef struct nw_saved_layout {
+    size_t q, k, v, c, lse, total;
+} nw_saved_layout;
+int nw_attention_saved_layout(const nwattn_attention_params *p, size_t batch, size_t t_q,
+                              size_t t_kv, nw_saved_layout *out);
+/* The saved activations as the buffers they are. */
+typedef struct nw_saved_view {
+    const float *q, *k, *v, *c, *lse;
+} nw_saved_view;
+nw_saved_view nw_attention_saved_view(const nw_saved_layout *layout, const float *saved);
+
+/* Bytes of working memory of nwattn_attention_save: the pooling's alone. */
+size_t nw_attention_save_workspace(const nw_pooling *pooling, nw_attention_args *args,
+                                   size_t threads);
+/* Runs the layer as nw_attention_run, with Q, K, V, C and lse in saved. Never fails. */
+void nw_attention_run_saved(const nw_pooling *pooling, nw_attention_args *args, float *saved,
+                            void *workspace, nw_workers *workers);
+
 /* The projections Q, K, V of the three sequences into buffers laid out (batch·t) × width. */
 void nw_attention_project_inputs(const nw_kernels *kernels, nw_workers *workers,
                                  const nw_attention_args *a, float *q, float *k, float *v);
@@ -43,6 +63,10 @@ void nw_attention_aim_pool(const nw_attention_args *a, nw_pool_args *pool, const
  * score (NULL: scaled dot, 1/sqrt(d_qk/heads)) into a->pool.score. */
 nwattn_status nw_attention_check_inputs(nw_call *call, const nwattn_attention_params *params,
                                         const nwattn_score *score, nw_attention_args *a);
+/* saved of nwattn_attention_save (output) or nwattn_attention_backward_saved (input): at least
+ * the layout's floats (api_attention.c). */
+nwattn_status nw_attention_check_saved(nw_call *call, const nw_attention_args *a,
+                                       const float *saved, size_t saved_floats, int output);
 /* Whether every leading dimension of the call and every width fits the BLAS integer. */
 int nw_attention_blas_ok(const nw_call *call, const nwattn_attention_params *p);
 

@@ -1,6 +1,6 @@
 /* The attention layer's backward pass (nwattn_attention_backward): the forward again into
  * working memory (projections Q, K, V laid out as attention.c does, the concatenated heads C
- * and each head's lse), then the output projection's gradients, each head's pooling backward
+ * and each head's lse), or those activations as nwattn_attention_save kept them, then the output projection's gradients, each head's pooling backward
  * (backward.h) on column slices of the buffers, and the input projections' gradients. */
 #include <string.h>
 
@@ -27,8 +27,10 @@ static int buffer_floats(const nw_attention_bwd_args *a, size_t out[BUFS]) {
     return 1;
 }
 
-/* Head h's backward arguments over the buffers (buf NULL: the shapes only, for sizing). */
-static nw_backward_args head_args(const nw_attention_bwd_args *a, float *const *buf, size_t h) {
+/* Head h's backward arguments over the activations in and the gradient buffers buf (buf NULL:
+ * the shapes only, for sizing). */
+static nw_backward_args head_args(const nw_attention_bwd_args *a, const nw_saved_view *in,
+                                  float *const *buf, size_t h) {
     const nwattn_attention_params *p = a->f.params;
     const nw_pool_args *pool = &a->f.pool;
     const size_t dh = pool->d, dvh = pool->dv, tq = a->f.t_q, tkv = a->f.t_kv;
@@ -47,8 +49,8 @@ static nw_backward_args head_args(const nw_attention_bwd_args *a, float *const *
     };
     if (buf == NULL)
         return b;
-    b.q = buf[BUF_Q] + h * dh, b.k = buf[BUF_K] + h * dh, b.v = buf[BUF_V] + h * dvh;
-    b.o = buf[BUF_C] + h * dvh, b.lse = buf[BUF_LSE] + h * tq, b.d_o = buf[BUF_DC] + h * dvh;
+    b.q = in->q + h * dh, b.k = in->k + h * dh, b.v = in->v + h * dvh;
+    b.o = in->c + h * dvh, b.lse = in->lse + h * tq, b.d_o = buf[BUF_DC] + h * dvh;
     b.gq = buf[BUF_DQ] + h * dh, b.gk = buf[BUF_DK] + h * dh, b.gv = buf[BUF_DV] + h * dvh;
     b.dparam = buf[BUF_PARAM] + h * nw_grad_params(&b.score, dh);
     const nwattn_attention_grads *g = a->grads;
@@ -65,14 +67,14 @@ size_t nw_attention_backward_workspace(const nw_pooling *pooling, nw_attention_b
     size_t floats[BUFS], total = 0;
     if (!buffer_floats(a, floats))
         return SIZE_MAX;
-    for (int i = 0; i < BUFS; i++) {
+    for (int i = a->saved != NULL ? BUF_DC : 0; i < BUFS; i++) {
         size_t bytes;
         if (!nw_mul(floats[i], sizeof(float), &bytes) ||
             !nw_add(total, nw_round_up(bytes), &total))
             return SIZE_MAX;
     }
-    const nw_backward_args head = head_args(a, NULL, 0);
-    size_t scratch = nw_pooling_workspace(pooling, &a->f.pool, threads);
+    const nw_backward_args head = head_args(a, NULL, NULL, 0);
+    size_t scratch = a->saved != NULL ? 0 : nw_pooling_workspace(pooling, &a->f.pool, threads);
     const size_t ref = nw_ref_backward_workspace(&head);
     const size_t fused = nw_fused_backward_workspace(&head, threads);
     scratch = ref > scratch ? ref : scratch;
@@ -157,23 +159,32 @@ void nw_attention_backward_run(const nw_pooling *pooling, nw_attention_bwd_args 
     const size_t batch = a->f.batch, tq = a->f.t_q, tkv = a->f.t_kv;
     size_t floats[BUFS] = {0};
     buffer_floats(a, floats); /* cannot fail: the workspace was sized with it */
-    float *buf[BUFS];
-    buf[0] = workspace;
-    for (int i = 1; i < BUFS; i++)
+    float *buf[BUFS] = {NULL};
+    const int first = a->saved != NULL ? BUF_DC : 0; /* the buffers in working memory */
+    buf[first] = workspace;
+    for (int i = first + 1; i < BUFS; i++)
         buf[i] = next(buf[i - 1], floats[i - 1]);
     void *scratch = next(buf[BUFS - 1], floats[BUFS - 1]);
 
-    /* The forward, keeping C and lse. */
-    nw_attention_project_inputs(kernels, workers, &a->f, buf[BUF_Q], buf[BUF_K], buf[BUF_V]);
-    nw_pool_args pool = a->f.pool;
-    nw_attention_aim_pool(&a->f, &pool, buf[BUF_Q], buf[BUF_K], buf[BUF_V], buf[BUF_C], p->d_v,
-                          tq * p->d_v);
-    pool.lse = buf[BUF_LSE], pool.stride_lse = p->heads * tq, pool.hstride_lse = tq;
-    pool.w = NULL;
-    nw_pooling_exec(pooling, &pool, scratch, workers);
+    nw_saved_view in;
+    if (a->saved != NULL) {
+        nw_saved_layout layout;
+        nw_attention_saved_layout(p, batch, tq, tkv, &layout); /* checked by the caller */
+        in = nw_attention_saved_view(&layout, a->saved);
+    } else { /* the forward, keeping C and lse */
+        nw_attention_project_inputs(kernels, workers, &a->f, buf[BUF_Q], buf[BUF_K],
+                                    buf[BUF_V]);
+        nw_pool_args pool = a->f.pool;
+        nw_attention_aim_pool(&a->f, &pool, buf[BUF_Q], buf[BUF_K], buf[BUF_V], buf[BUF_C],
+                              p->d_v, tq * p->d_v);
+        pool.lse = buf[BUF_LSE], pool.stride_lse = p->heads * tq, pool.hstride_lse = tq;
+        pool.w = NULL;
+        nw_pooling_exec(pooling, &pool, scratch, workers);
+        in = (nw_saved_view){buf[BUF_Q], buf[BUF_K], buf[BUF_V], buf[BUF_C], buf[BUF_LSE]};
+    }
 
     /* Output projection: dC = dY W_o, or dY itself. */
-    const nw_seq concat = {buf[BUF_C], p->d_v, tq * p->d_v};
+    const nw_seq concat = {in.c, p->d_v, tq * p->d_v};
     if (p->w_o != NULL) {
         weight_grad(kernels == &nw_reference_kernels, batch, tq, p->d_out, p->d_v, a->dy,
                     a->ldy, a->stride_dy, concat, g->dw_o);
@@ -189,7 +200,7 @@ void nw_attention_backward_run(const nw_pooling *pooling, nw_attention_bwd_args 
 
     /* Each head's pooling backward, one after the other (each spreads over the workers). */
     for (size_t h = 0; h < p->heads; h++) {
-        const nw_backward_args head = head_args(a, buf, h);
+        const nw_backward_args head = head_args(a, &in, buf, h);
         if (tq == 0 || tkv == 0)
             nw_backward_zero(&head);
         else if (kernels == &nw_reference_kernels || !nw_backward_fusable(&head))

@@ -11,6 +11,7 @@ typedef struct nw_attention_bwd_args {
     const float *dy;
     size_t ldy, stride_dy;
     const nwattn_attention_grads *grads;
+    const float *saved; /* nwattn_attention_save's activations, or NULL: the forward again */
 } nw_attention_bwd_args;
 
 size_t nw_attention_backward_workspace(const nw_pooling *pooling, nw_attention_bwd_args *a,

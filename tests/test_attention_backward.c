@@ -2,7 +2,8 @@
  * against central finite differences of L = sum dY o Y, with Y the layer evaluated in long
  * double by the oracle's scores and softmax rows; FUSED against REFERENCE; self-attention with
  * one buffer for the three inputs; bad inputs. The additive mask's gradient (summed over the
- * heads) likewise. */
+ * heads) likewise. nwattn_attention_save and nwattn_attention_backward_saved: the same bits as
+ * the forward and the backward that recomputes it; their bad inputs. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -329,11 +330,152 @@ static void bad_inputs(void **state) {
     nwattn_context_destroy(ctx);
 }
 
+/* ---- Saved activations ----------------------------------------------------------------- */
+enum { SAVED = B * TQ * DQK + B * TKV * DQK + B * TKV * DV + B * TQ * DV + B * H * TQ };
+
+static nwattn_status forward_saved(nwattn_context *ctx, layer *l, const nwattn_attention_params *p,
+                                   float *y, float *saved, size_t floats) {
+    const size_t w = p->w_o ? DOUT : DV;
+    return nwattn_attention_save(ctx, p, l->default_score ? NULL : &l->score,
+                                 or_mask_get(&l->mk), B, TQ, TKV, &l->xq[0][0][0], DQIN,
+                                 TQ * DQIN, &l->xk[0][0][0], DKIN, TKV * DKIN, &l->xv[0][0][0],
+                                 DVIN, TKV * DVIN, y, w, TQ * w, saved, floats);
+}
+
+static nwattn_status backward_saved(nwattn_context *ctx, layer *l,
+                                    const nwattn_attention_params *p, const float *dy,
+                                    const float *saved, size_t floats, grads *g) {
+    nwattn_attention_grads gs = grads_struct(g);
+    if (p->w_o == NULL)
+        gs.dw_o = NULL, gs.db_o = NULL;
+    if (l->mk.parts & OR_ADDITIVE)
+        gs.d_additive = &g->dadd[0][0][0], gs.ld_d_additive = TKV, gs.stride_d_additive = TQ * TKV;
+    const size_t w = p->w_o ? DOUT : DV;
+    return nwattn_attention_backward_saved(
+        ctx, p, l->default_score ? NULL : &l->score, or_mask_get(&l->mk), B, TQ, TKV,
+        &l->xq[0][0][0], DQIN, TQ * DQIN, &l->xk[0][0][0], DKIN, TKV * DKIN, &l->xv[0][0][0],
+        DVIN, TKV * DVIN, dy, w, TQ * w, saved, floats, gs.dx_q != NULL ? &gs : NULL);
+}
+
+/* The layer with and without w_o, every score kind, three mask sets, each backend (FUSED at
+ * 1 and 3 threads): Y of nwattn_attention_save bit for bit nwattn_attention's, and every
+ * gradient of nwattn_attention_backward_saved nwattn_attention_backward's (sentinels in what
+ * neither writes). */
+static void saved_same_bits(void **state) {
+    (void)state;
+    const nwattn_backend backends[] = {NWATTN_BACKEND_REFERENCE, NWATTN_BACKEND_BLAS,
+                                       NWATTN_BACKEND_FUSED, NWATTN_BACKEND_FUSED};
+    const int kinds[] = {0, NWATTN_SCORE_GAUSSIAN, NWATTN_SCORE_LAPLACE, NWATTN_SCORE_COSINE};
+    const unsigned parts[] = {0, OR_CAUSAL | OR_LENS_ITEM | OR_ADDITIVE,
+                              OR_ADDITIVE | OR_ADDITIVE_NEGINF | OR_BROADCAST | OR_LENS_ROW};
+    tu_rng rng;
+    tu_rng_seed(&rng, 12);
+    size_t floats = 0;
+    layer *l = malloc(sizeof *l);
+    grads *g1 = malloc(sizeof *g1), *g2 = malloc(sizeof *g2);
+    float *saved = malloc(SAVED * sizeof(float));
+    for (size_t bi = 0; bi < 4; bi++) {
+        nwattn_context *ctx = tu_context(backends[bi]);
+        TU_ASSERT_OK(ctx, nwattn_context_set_threads(ctx, bi == 3 ? 3 : 1));
+        for (size_t ki = 0; ki < 4; ki++)
+            for (size_t pi = 0; pi < 3; pi++)
+                for (int with_wo = 0; with_wo < 2; with_wo++) {
+                    layer_make(l, &rng, kinds[ki], parts[pi]);
+                    nwattn_attention_params p = params_of(l);
+                    if (!with_wo)
+                        p.w_o = NULL, p.b_o = NULL;
+                    const size_t w = with_wo ? DOUT : DV;
+                    TU_ASSERT_OK(ctx, nwattn_attention_saved_floats(ctx, &p, B, TQ, TKV, &floats));
+                    assert_int_equal(floats, SAVED);
+                    float y1[B * TQ * DV], y2[B * TQ * DV], dy[B * TQ * DV];
+                    fill(dy, B * TQ * w, &rng);
+                    TU_ASSERT_OK(ctx, nwattn_attention(ctx, &p, l->default_score ? NULL : &l->score,
+                                                       or_mask_get(&l->mk), B, TQ, TKV,
+                                                       &l->xq[0][0][0], DQIN, TQ * DQIN,
+                                                       &l->xk[0][0][0], DKIN, TKV * DKIN,
+                                                       &l->xv[0][0][0], DVIN, TKV * DVIN, y1, w,
+                                                       TQ * w, NULL, 0, 0));
+                    TU_ASSERT_OK(ctx, forward_saved(ctx, l, &p, y2, saved, floats));
+                    assert_memory_equal(y1, y2, B * TQ * w * sizeof(float));
+                    memset(g1, 0x55, sizeof *g1), memset(g2, 0x55, sizeof *g2);
+                    nwattn_attention_grads gs = grads_struct(g1);
+                    if (!with_wo)
+                        gs.dw_o = NULL, gs.db_o = NULL;
+                    if (l->mk.parts & OR_ADDITIVE)
+                        gs.d_additive = &g1->dadd[0][0][0], gs.ld_d_additive = TKV,
+                        gs.stride_d_additive = TQ * TKV;
+                    TU_ASSERT_OK(ctx, nwattn_attention_backward(
+                                          ctx, &p, l->default_score ? NULL : &l->score,
+                                          or_mask_get(&l->mk), B, TQ, TKV, &l->xq[0][0][0],
+                                          DQIN, TQ * DQIN, &l->xk[0][0][0], DKIN, TKV * DKIN,
+                                          &l->xv[0][0][0], DVIN, TKV * DVIN, dy, w, TQ * w,
+                                          &gs));
+                    TU_ASSERT_OK(ctx, backward_saved(ctx, l, &p, dy, saved, floats, g2));
+                    if (memcmp(g1, g2, sizeof *g1) != 0)
+                        print_error("backend %zu, score %d, mask %u, w_o %d: gradients differ\n",
+                                    bi, kinds[ki], parts[pi], with_wo);
+                    assert_memory_equal(g1, g2, sizeof *g1);
+                    or_mask_free(&l->mk);
+                }
+        nwattn_context_destroy(ctx);
+    }
+    free(saved), free(g1), free(g2), free(l);
+}
+
+/* saved too small, NULL, over an input or the output: refused, outputs untouched. */
+static void saved_bad_inputs(void **state) {
+    (void)state;
+    nwattn_context *ctx = tu_context(NWATTN_BACKEND_AUTO);
+    tu_rng rng;
+    tu_rng_seed(&rng, 3);
+    layer *l = malloc(sizeof *l);
+    grads *g = malloc(sizeof *g), *untouched = malloc(sizeof *untouched);
+    layer_make(l, &rng, 0, 0);
+    const nwattn_attention_params p = params_of(l);
+    float y[B * TQ * DOUT], y0[B * TQ * DOUT], *saved = malloc((SAVED + 8) * sizeof(float));
+    memset(y, 0x33, sizeof y), memcpy(y0, y, sizeof y);
+    memset(saved, 0x44, (SAVED + 8) * sizeof(float));
+    size_t floats = 0;
+    assert_int_equal(nwattn_attention_saved_floats(ctx, &p, B, TQ, TKV, NULL),
+                     NWATTN_ERR_NULL_POINTER);
+    assert_int_equal(nwattn_attention_saved_floats(ctx, NULL, B, TQ, TKV, &floats),
+                     NWATTN_ERR_NULL_POINTER);
+    assert_int_equal(nwattn_attention_saved_floats(ctx, &p, SIZE_MAX / 2, TQ, TKV, &floats),
+                     NWATTN_ERR_OVERFLOW);
+    assert_int_equal(floats, 0);
+    assert_int_equal(forward_saved(ctx, l, &p, y, saved, SAVED - 1), NWATTN_ERR_BAD_DIMENSION);
+    assert_non_null(strstr(nwattn_context_last_error(ctx), "saved_floats"));
+    assert_int_equal(forward_saved(ctx, l, &p, y, NULL, SAVED), NWATTN_ERR_NULL_POINTER);
+    assert_int_equal(forward_saved(ctx, l, &p, y, y, SAVED), NWATTN_ERR_ALIASING);
+    assert_int_equal(forward_saved(ctx, l, &p, y, &l->xq[0][0][0], SAVED), NWATTN_ERR_ALIASING);
+    assert_memory_equal(y, y0, sizeof y);
+    memset(g, 0x7f, sizeof *g), memcpy(untouched, g, sizeof *g);
+    assert_int_equal(backward_saved(ctx, l, &p, &l->dy[0][0][0], saved, SAVED - 1, g),
+                     NWATTN_ERR_BAD_DIMENSION);
+    assert_int_equal(backward_saved(ctx, l, &p, &l->dy[0][0][0], NULL, SAVED, g),
+                     NWATTN_ERR_NULL_POINTER);
+    assert_int_equal(backward_saved(ctx, l, &p, &l->dy[0][0][0], &g->dxq[0][0][0], SAVED, g),
+                     NWATTN_ERR_ALIASING); /* saved under an output */
+    assert_memory_equal(g, untouched, sizeof *g);
+    /* An empty batch: nothing saved, NULL accepted. */
+    TU_ASSERT_OK(ctx, nwattn_attention_saved_floats(ctx, &p, 0, TQ, TKV, &floats));
+    assert_int_equal(floats, 0);
+    TU_ASSERT_OK(ctx, nwattn_attention_save(ctx, &p, NULL, NULL, 0, TQ, TKV, &l->xq[0][0][0],
+                                            DQIN, TQ * DQIN, &l->xk[0][0][0], DKIN, TKV * DKIN,
+                                            &l->xv[0][0][0], DVIN, TKV * DVIN, y, DOUT,
+                                            TQ * DOUT, NULL, 0));
+    or_mask_free(&l->mk);
+    free(saved), free(untouched), free(g), free(l);
+    nwattn_context_destroy(ctx);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(bad_inputs),
         cmocka_unit_test(self_attention_one_buffer),
         cmocka_unit_test(finite_differences),
+        cmocka_unit_test(saved_same_bits),
+        cmocka_unit_test(saved_bad_inputs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
