@@ -143,7 +143,8 @@ enum {
     FZ_STATUS,                    /* 201: status names and descriptions of any int */
     FZ_VERSION,                   /* 202: the loaded version against the header */
     FZ_RNG,                       /* 203: SplitMix64 streams against the definition */
-    FZ_CV_DEFAULTS                /* 204: nwattn_cv_options_default's documented values */
+    FZ_CV_DEFAULTS,               /* 204: nwattn_cv_options_default's documented values */
+    FZ_SAVED_FLOATS               /* 205: nwattn_attention_saved_floats against its formula */
 };
 
 /* The header's definition of the generator (SplitMix64), the reference for nwattn_rng_next. */
@@ -300,6 +301,45 @@ static void fuzz_cv_defaults(at_src *src) {
           "cv option defaults differ from the header");
 }
 
+/* a + b and a · b, or 0 with *ok cleared when they overflow. */
+static size_t add_ok(size_t a, size_t b, int *ok) {
+    *ok = *ok && a <= SIZE_MAX - b;
+    return *ok ? a + b : 0;
+}
+static size_t mul_ok(size_t a, size_t b, int *ok) {
+    *ok = *ok && (a == 0 || b <= SIZE_MAX / a);
+    return *ok ? a * b : 0;
+}
+
+/* Sizes from small to SIZE_MAX: the formula's overflow edge is reachable. */
+static size_t any_size(at_src *src) {
+    const size_t v = (size_t)at_src_u64(src);
+    return at_src_chance(src, 50) ? v % 9 : v >> at_src_below(src, 64);
+}
+
+static void fuzz_saved_floats(at_src *src) {
+    nwattn_attention_params p = {0};
+    p.heads = any_size(src), p.d_q_in = p.d_k_in = p.d_v_in = 1 + at_src_below(src, 4);
+    p.d_qk = any_size(src), p.d_v = any_size(src), p.d_out = 1;
+    const size_t batch = any_size(src), t_q = any_size(src), t_kv = any_size(src);
+    size_t floats = 12345;
+    const nwattn_status st = nwattn_attention_saved_floats(ctx[AT_B_REF], &p, batch, t_q, t_kv,
+                                                           &floats);
+    const int valid = p.heads > 0 && p.d_qk > 0 && p.d_v > 0 && p.d_qk % p.heads == 0 &&
+                      p.d_v % p.heads == 0;
+    int ok = 1;
+    const size_t rq = mul_ok(batch, t_q, &ok), rkv = mul_ok(batch, t_kv, &ok);
+    const size_t width = add_ok(p.d_qk, p.d_v, &ok);
+    size_t want = add_ok(mul_ok(rq, width, &ok), mul_ok(rkv, width, &ok), &ok);
+    want = add_ok(want, mul_ok(rq, p.heads, &ok), &ok);
+    const nwattn_status expect = !valid ? NWATTN_ERR_BAD_DIMENSION
+                                 : ok   ? NWATTN_OK
+                                        : NWATTN_ERR_OVERFLOW;
+    check(st == expect, "nwattn_attention_saved_floats: unexpected status");
+    check(st == NWATTN_OK ? floats == want : floats == 12345,
+          "nwattn_attention_saved_floats: wrong count, or written on failure");
+}
+
 /* Returns 0 if id names none of these. */
 static int fuzz_utility(int id, at_src *src) {
     switch (id) {
@@ -308,6 +348,7 @@ static int fuzz_utility(int id, at_src *src) {
     case FZ_VERSION: fuzz_version(); return 1;
     case FZ_RNG: fuzz_rng(src); return 1;
     case FZ_CV_DEFAULTS: fuzz_cv_defaults(src); return 1;
+    case FZ_SAVED_FLOATS: fuzz_saved_floats(src); return 1;
     default: return 0;
     }
 }

@@ -481,6 +481,73 @@ static int attention_dim_used(const at_case *c, int dim) {
     return dim != AN_DOUT || c->buf[AN_WO].data != NULL;
 }
 
+/* ---- nwattn_attention_save and nwattn_attention_backward_saved ------------------------------ */
+enum { AS_XQ, AS_XK, AS_XV, AS_WQ, AS_WK, AS_WV, AS_WO, AS_BQ, AS_BK, AS_BV, AS_BO, AS_Y,
+       AS_SAVED };
+/* backward_saved: dw_v, the biases of K, V and O and dw_o left out (operand limit) */
+enum { ABS_XQ, ABS_XK, ABS_XV, ABS_WQ, ABS_WK, ABS_WV, ABS_WO, ABS_BQ, ABS_DY, ABS_SAVED,
+       ABS_DXQ, ABS_DXK, ABS_DXV, ABS_DWQ, ABS_DWK, ABS_DBQ, ABS_DSCORE };
+
+/* The saved activations: Q, C (t_q rows), K, V (t_kv rows), lse (heads·t_q), per item. */
+static void saved_shape(const at_case *c, size_t *items, size_t *rows, size_t *cols) {
+    const size_t dqk = sat_mul(c->dim[AN_HEADS], c->dim[AN_DH]);
+    const size_t dv = sat_mul(c->dim[AN_HEADS], c->dim[AN_DVH]);
+    const size_t per_q = dqk > SIZE_MAX - dv ? SIZE_MAX : dqk + dv;
+    const size_t per_kv = per_q;
+    size_t per_item = sat_mul(c->dim[AN_TQ], per_q);
+    const size_t kv = sat_mul(c->dim[AN_TKV], per_kv), lse = sat_mul(c->dim[AN_HEADS], c->dim[AN_TQ]);
+    per_item = per_item > SIZE_MAX - kv ? SIZE_MAX : per_item + kv;
+    per_item = per_item > SIZE_MAX - lse ? SIZE_MAX : per_item + lse;
+    *items = *rows = 1;
+    *cols = sat_mul(c->dim[AN_BATCH], per_item);
+}
+
+static size_t saved_count(const at_case *c, int op) {
+    size_t items, rows, cols;
+    at_operand_shape(c, op, &items, &rows, &cols);
+    return cols;
+}
+
+static nwattn_status invoke_attention_save(nwattn_context *ctx, const at_case *c) {
+    const nwattn_attention_params p = {
+        .heads = D(c, AN_HEADS),
+        .d_q_in = D(c, AN_DQIN), .d_k_in = D(c, AN_DKIN), .d_v_in = D(c, AN_DVIN),
+        .d_qk = sat_mul(D(c, AN_HEADS), D(c, AN_DH)),
+        .d_v = sat_mul(D(c, AN_HEADS), D(c, AN_DVH)),
+        .d_out = D(c, AN_DOUT),
+        .w_q = F(c, AS_WQ), .w_k = F(c, AS_WK), .w_v = F(c, AS_WV), .w_o = F(c, AS_WO),
+        .b_q = F(c, AS_BQ), .b_k = F(c, AS_BK), .b_v = F(c, AS_BV), .b_o = F(c, AS_BO),
+    };
+    return nwattn_attention_save(ctx, (c->null_structs & 1u) ? NULL : &p, SCORE(c), MASK(c),
+                                 D(c, AN_BATCH), D(c, AN_TQ), D(c, AN_TKV), F(c, AS_XQ),
+                                 LD(c, AS_XQ), ST(c, AS_XQ), F(c, AS_XK), LD(c, AS_XK),
+                                 ST(c, AS_XK), F(c, AS_XV), LD(c, AS_XV), ST(c, AS_XV),
+                                 F(c, AS_Y), LD(c, AS_Y), ST(c, AS_Y), F(c, AS_SAVED),
+                                 saved_count(c, AS_SAVED));
+}
+
+static nwattn_status invoke_attention_backward_saved(nwattn_context *ctx, const at_case *c) {
+    const nwattn_attention_params p = {
+        .heads = D(c, AN_HEADS),
+        .d_q_in = D(c, AN_DQIN), .d_k_in = D(c, AN_DKIN), .d_v_in = D(c, AN_DVIN),
+        .d_qk = sat_mul(D(c, AN_HEADS), D(c, AN_DH)),
+        .d_v = sat_mul(D(c, AN_HEADS), D(c, AN_DVH)),
+        .d_out = D(c, AN_DOUT),
+        .w_q = F(c, ABS_WQ), .w_k = F(c, ABS_WK), .w_v = F(c, ABS_WV), .w_o = F(c, ABS_WO),
+        .b_q = F(c, ABS_BQ),
+    };
+    const nwattn_attention_grads g = {
+        F(c, ABS_DXQ), LD(c, ABS_DXQ), ST(c, ABS_DXQ), F(c, ABS_DXK), LD(c, ABS_DXK),
+        ST(c, ABS_DXK), F(c, ABS_DXV), LD(c, ABS_DXV), ST(c, ABS_DXV), F(c, ABS_DWQ),
+        F(c, ABS_DWK), NULL, NULL, F(c, ABS_DBQ), NULL, NULL, NULL, F(c, ABS_DSCORE), NULL, 0, 0};
+    return nwattn_attention_backward_saved(
+        ctx, (c->null_structs & 1u) ? NULL : &p, SCORE(c), MASK(c), D(c, AN_BATCH), D(c, AN_TQ),
+        D(c, AN_TKV), F(c, ABS_XQ), LD(c, ABS_XQ), ST(c, ABS_XQ), F(c, ABS_XK), LD(c, ABS_XK),
+        ST(c, ABS_XK), F(c, ABS_XV), LD(c, ABS_XV), ST(c, ABS_XV), F(c, ABS_DY), LD(c, ABS_DY),
+        ST(c, ABS_DY), F(c, ABS_SAVED), saved_count(c, ABS_SAVED),
+        (c->null_structs & 2u) ? NULL : &g);
+}
+
 /* ---- Nadaraya-Watson regression ------------------------------------------------------------- */
 /* The estimator struct, built from three enum parameters (kernel, degree, empty). */
 static nwattn_regression regression_of(const at_case *c, int first_param) {
@@ -1279,6 +1346,115 @@ const at_fn at_functions[] = {
         NOT_IN_PLACE,
         .dim_used = attention_dim_used,
         .invoke = invoke_attention_backward,
+    },
+    {
+        .name = "nwattn_attention_save",
+        .id = 35,
+        .n_dims = 10,
+        .dims = {DIM("batch", 2, 2, 3, AT_ZERO_EMPTY),
+                 DIM("t_q", 3, 1, 9, AT_ZERO_DEFINED),
+                 DIM("t_kv", 4, 3, 40, AT_ZERO_DEFINED),
+                 DIM_FACTOR("heads", 2, 1, 4, AT_ZERO_INVALID),
+                 DIM_FACTOR("d_qk/heads", 2, 3, 8, AT_ZERO_INVALID),
+                 DIM_FACTOR("d_v/heads", 2, 1, 8, AT_ZERO_INVALID),
+                 DIM("d_q_in", 3, 2, 12, AT_ZERO_INVALID),
+                 DIM("d_k_in", 2, 2, 12, AT_ZERO_INVALID),
+                 DIM("d_v_in", 3, 1, 12, AT_ZERO_INVALID),
+                 DIM("d_out", 3, 2, 12, AT_ZERO_INVALID)},
+        .batch_dim = AN_BATCH,
+        .n_ops = 13,
+        .ops = {{"x_q", AT_IN, AT_F32, AT_FILL_DATA, EXT(AN_BATCH), EXT(AN_TQ), EXT(AN_DQIN),
+                 MAT | AT_BLAS, NULL},
+                {"x_k", AT_IN, AT_F32, AT_FILL_DATA, EXT(AN_BATCH), EXT(AN_TKV), EXT(AN_DKIN),
+                 MAT | AT_BLAS, NULL},
+                {"x_v", AT_IN, AT_F32, AT_FILL_DATA, EXT(AN_BATCH), EXT(AN_TKV), EXT(AN_DVIN),
+                 MAT | AT_BLAS, NULL},
+                {"params.w_q", AT_IN, AT_F32, AT_FILL_DATA, ONE, EXT2(AN_HEADS, AN_DH),
+                 EXT(AN_DQIN), 0, NULL},
+                {"params.w_k", AT_IN, AT_F32, AT_FILL_DATA, ONE, EXT2(AN_HEADS, AN_DH),
+                 EXT(AN_DKIN), 0, NULL},
+                {"params.w_v", AT_IN, AT_F32, AT_FILL_DATA, ONE, EXT2(AN_HEADS, AN_DVH),
+                 EXT(AN_DVIN), 0, NULL},
+                {"params.w_o", AT_IN_OPT, AT_F32, AT_FILL_DATA, ONE, EXT(AN_DOUT),
+                 EXT2(AN_HEADS, AN_DVH), 0, NULL},
+                {"params.b_q", AT_IN_OPT, AT_F32, AT_FILL_DATA, ONE, ONE, EXT2(AN_HEADS, AN_DH),
+                 0, NULL},
+                {"params.b_k", AT_IN_OPT, AT_F32, AT_FILL_DATA, ONE, ONE, EXT2(AN_HEADS, AN_DH),
+                 0, NULL},
+                {"params.b_v", AT_IN_OPT, AT_F32, AT_FILL_DATA, ONE, ONE,
+                 EXT2(AN_HEADS, AN_DVH), 0, NULL},
+                {"params.b_o", AT_IN_OPT, AT_F32, AT_FILL_DATA, ONE, ONE, EXT(AN_DOUT), 0, NULL},
+                {"y", AT_OUT, AT_F32, AT_FILL_DATA, EXT(AN_BATCH), EXT(AN_TQ), ONE,
+                 MAT | AT_BLAS, attention_y_shape},
+                {"saved", AT_OUT, AT_F32, AT_FILL_DATA, ONE, ONE, ONE, 0, saved_shape}},
+        .score_dim = AN_DH,
+        .score_optional = 1,
+        .mask_m_dim = AN_TQ,
+        .mask_n_dim = AN_TKV,
+        .n_structs = 1,
+        .structs = {"params"},
+        NOT_IN_PLACE,
+        .dim_used = attention_dim_used,
+        .invoke = invoke_attention_save,
+    },
+    {
+        .name = "nwattn_attention_backward_saved",
+        .id = 36,
+        .n_dims = 10,
+        .dims = {DIM("batch", 2, 2, 3, AT_ZERO_EMPTY),
+                 DIM("t_q", 3, 1, 9, AT_ZERO_DEFINED),
+                 DIM("t_kv", 4, 3, 40, AT_ZERO_DEFINED),
+                 DIM_FACTOR("heads", 2, 1, 4, AT_ZERO_INVALID),
+                 DIM_FACTOR("d_qk/heads", 2, 3, 8, AT_ZERO_INVALID),
+                 DIM_FACTOR("d_v/heads", 2, 1, 8, AT_ZERO_INVALID),
+                 DIM("d_q_in", 3, 2, 12, AT_ZERO_INVALID),
+                 DIM("d_k_in", 2, 2, 12, AT_ZERO_INVALID),
+                 DIM("d_v_in", 3, 1, 12, AT_ZERO_INVALID),
+                 DIM("d_out", 3, 2, 12, AT_ZERO_INVALID)},
+        .batch_dim = AN_BATCH,
+        .n_ops = 17,
+        .ops = {{"x_q", AT_IN, AT_F32, AT_FILL_DATA, EXT(AN_BATCH), EXT(AN_TQ), EXT(AN_DQIN),
+                 MAT | AT_BLAS, NULL},
+                {"x_k", AT_IN, AT_F32, AT_FILL_DATA, EXT(AN_BATCH), EXT(AN_TKV), EXT(AN_DKIN),
+                 MAT | AT_BLAS, NULL},
+                {"x_v", AT_IN, AT_F32, AT_FILL_DATA, EXT(AN_BATCH), EXT(AN_TKV), EXT(AN_DVIN),
+                 MAT | AT_BLAS, NULL},
+                {"params.w_q", AT_IN, AT_F32, AT_FILL_DATA, ONE, EXT2(AN_HEADS, AN_DH),
+                 EXT(AN_DQIN), 0, NULL},
+                {"params.w_k", AT_IN, AT_F32, AT_FILL_DATA, ONE, EXT2(AN_HEADS, AN_DH),
+                 EXT(AN_DKIN), 0, NULL},
+                {"params.w_v", AT_IN, AT_F32, AT_FILL_DATA, ONE, EXT2(AN_HEADS, AN_DVH),
+                 EXT(AN_DVIN), 0, NULL},
+                {"params.w_o", AT_IN_OPT, AT_F32, AT_FILL_DATA, ONE, EXT(AN_DOUT),
+                 EXT2(AN_HEADS, AN_DVH), 0, NULL},
+                {"params.b_q", AT_IN_OPT, AT_F32, AT_FILL_DATA, ONE, ONE, EXT2(AN_HEADS, AN_DH),
+                 0, NULL},
+                {"dy", AT_IN, AT_F32, AT_FILL_DATA, EXT(AN_BATCH), EXT(AN_TQ), ONE,
+                 MAT | AT_BLAS, attention_y_shape},
+                {"saved", AT_IN, AT_F32, AT_FILL_DATA, ONE, ONE, ONE, 0, saved_shape},
+                {"grads.dx_q", AT_OUT_OPT, AT_F32, AT_FILL_DATA, EXT(AN_BATCH), EXT(AN_TQ),
+                 EXT(AN_DQIN), MAT | AT_BLAS, NULL},
+                {"grads.dx_k", AT_OUT_OPT, AT_F32, AT_FILL_DATA, EXT(AN_BATCH), EXT(AN_TKV),
+                 EXT(AN_DKIN), MAT | AT_BLAS, NULL},
+                {"grads.dx_v", AT_OUT_OPT, AT_F32, AT_FILL_DATA, EXT(AN_BATCH), EXT(AN_TKV),
+                 EXT(AN_DVIN), MAT | AT_BLAS, NULL},
+                {"grads.dw_q", AT_OUT_OPT, AT_F32, AT_FILL_DATA, ONE, EXT2(AN_HEADS, AN_DH),
+                 EXT(AN_DQIN), 0, NULL},
+                {"grads.dw_k", AT_OUT_OPT, AT_F32, AT_FILL_DATA, ONE, EXT2(AN_HEADS, AN_DH),
+                 EXT(AN_DKIN), 0, NULL},
+                {"grads.db_q", AT_OUT_OPT, AT_F32, AT_FILL_DATA, ONE, ONE,
+                 EXT2(AN_HEADS, AN_DH), 0, NULL},
+                {"grads.d_score", AT_OUT_OPT, AT_F32, AT_FILL_DATA, ONE, ONE, EXT(AN_DH), 0,
+                 attention_param_shape}},
+        .score_dim = AN_DH,
+        .score_optional = 1,
+        .mask_m_dim = AN_TQ,
+        .mask_n_dim = AN_TKV,
+        .n_structs = 2,
+        .structs = {"params", "grads"},
+        NOT_IN_PLACE,
+        .dim_used = attention_dim_used,
+        .invoke = invoke_attention_backward_saved,
     },
     {
         .name = "nwattn_nw_predict",
