@@ -121,7 +121,7 @@ def pool_backward(q, k, v, o, lse, d_o, *, score="dot", scale=None, bandwidth=No
 def attention_backward(x_q, x_k, x_v, dy, *, w_q, w_k, w_v, w_o=None, b_q=None, b_k=None,
                        b_v=None, b_o=None, heads=1, score="dot", scale=None, bandwidth=None,
                        bandwidths=None, valid_lens=None, causal=False, leave_one_out=False,
-                       additive=None, keep=None, additive_grad=False, ctx=None):
+                       additive=None, keep=None, additive_grad=False, saved=None, ctx=None):
     """``nwattn_attention_backward``: the gradients of a loss through :func:`nwattn.attention`
     (same arguments; x_k and x_v must be given, pass x_q again for self-attention) from
     dy = dL/dY. Returns a dict with dx_q, dx_k, dx_v (shaped like the inputs, summed over
@@ -129,7 +129,9 @@ def attention_backward(x_q, x_k, x_v, dy, *, w_q, w_k, w_v, w_o=None, b_q=None, 
     and d_score (the score's parameter: a float, or a (d,) array for per-dimension
     bandwidths: what a learnable temperature or kernel width needs). additive_grad=True
     (needs ``additive``) adds d_additive, the additive mask's gradient summed over the heads,
-    shaped like additive."""
+    shaped like additive. saved: the activations :func:`nwattn.attention` returned with
+    save=True for these arguments (``nwattn_attention_backward_saved``: the forward is not run
+    again; the same gradients, bit for bit)."""
     if additive_grad and additive is None:
         raise ValueError("additive_grad=True needs the additive mask (additive=...)")
     ctx = resolve(ctx)
@@ -177,10 +179,18 @@ def attention_backward(x_q, x_k, x_v, dy, *, w_q, w_k, w_v, w_o=None, b_q=None, 
     if additive_grad:
         g.d_additive, g.ld_d_additive, g.stride_d_additive = ds[0].args
     h = ctx.handle
-    check(C.nwattn_attention_backward(h, ctypes.byref(params), ctypes.byref(sc), mask,
-                                      A.count(batch), t_q, t_kv, *ops[0].args, *ops[1].args,
-                                      *ops[2].args, *dyo.args, ctypes.byref(g)), h,
-          "nwattn_attention_backward")
+    if saved is not None:
+        saved = np.ascontiguousarray(A.float_input(saved, "saved", min_ndim=1)).reshape(-1)
+        check(C.nwattn_attention_backward_saved(
+            h, ctypes.byref(params), ctypes.byref(sc), mask, A.count(batch), t_q, t_kv,
+            *ops[0].args, *ops[1].args, *ops[2].args, *dyo.args,
+            saved.ctypes.data if saved.size else None, saved.size, ctypes.byref(g)), h,
+            "nwattn_attention_backward_saved")
+    else:
+        check(C.nwattn_attention_backward(h, ctypes.byref(params), ctypes.byref(sc), mask,
+                                          A.count(batch), t_q, t_kv, *ops[0].args,
+                                          *ops[1].args, *ops[2].args, *dyo.args,
+                                          ctypes.byref(g)), h, "nwattn_attention_backward")
     result = {n: _unbroadcast(op.array, x.shape) for n, op, x in
               zip(("dx_q", "dx_k", "dx_v"), dxs, xs)}
     result.update({n: a for n, a in out.items() if has_o or n not in ("dw_o", "db_o")})

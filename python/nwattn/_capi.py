@@ -375,6 +375,13 @@ declare({
     "nwattn_attention_backward": (
         status_t, (ctx_p, params_p, score_p, mask_p, S, S, S, *M, *M, *M, *M,
                    ctypes.POINTER(AttentionGrads))),
+    "nwattn_attention_saved_floats": (
+        status_t, (ctx_p, params_p, S, S, S, ctypes.POINTER(S))),
+    "nwattn_attention_save": (
+        status_t, (ctx_p, params_p, score_p, mask_p, S, S, S, *M, *M, *M, *M, fptr, S)),
+    "nwattn_attention_backward_saved": (
+        status_t, (ctx_p, params_p, score_p, mask_p, S, S, S, *M, *M, *M, *M, fptr, S,
+                   ctypes.POINTER(AttentionGrads))),
     "nwattn_nw_predict_backward": (
         status_t, (ctx_p, reg_p, fptr, S, S, S, S, fptr, S, fptr, S, fptr, S, fptr, S, fptr)),
 })

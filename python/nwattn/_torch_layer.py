@@ -151,7 +151,9 @@ class AttentionFunction(torch.autograd.Function):
         kw.update(_named_param(param_name, param))
         if additive is not None:  # a tensor: a learned attention bias, shared by the heads
             kw["additive"] = _np(additive)
-        y = __import__("nwattn").attention(_np(x_q), _np(x_k), _np(x_v), **kw, **opts)
+        # The activations stay for the backward (nwattn_attention_save): no second forward.
+        y, fctx.activations = __import__("nwattn").attention(_np(x_q), _np(x_k), _np(x_v),
+                                                             **kw, **opts, save=True)
         fctx.save_for_backward(x_q, x_k, x_v, *tensors, param, additive)
         fctx.opts, fctx.param_name = opts, param_name
         return _like(y, x_q)
@@ -165,7 +167,7 @@ class AttentionFunction(torch.autograd.Function):
         if additive is not None:
             kw["additive"] = _np(additive)
         g = attention_backward(_np(x_q), _np(x_k), _np(x_v), _np(dy), additive_grad=want_ds,
-                               **kw, **fctx.opts)
+                               saved=fctx.activations, **kw, **fctx.opts)
         grads = [_like(g["dx_q"], x_q), _like(g["dx_k"], x_k), _like(g["dx_v"], x_v)]
         for n, t in zip(_LAYER, tensors):
             grads.append(None if t is None else _like(g["d" + n].reshape(t.shape), t))

@@ -37,7 +37,7 @@ def _dense(x, name, shape=None, ndim=2):
 def attention(x_q, x_k=None, x_v=None, *, w_q, w_k, w_v, w_o=None, b_q=None, b_k=None,
               b_v=None, b_o=None, heads=1, score="dot", scale=None, bandwidth=None,
               bandwidths=None, valid_lens=None, causal=False, leave_one_out=False,
-              additive=None, keep=None, out=None, weights=None, ctx=None):
+              additive=None, keep=None, out=None, weights=None, save=False, ctx=None):
     """``nwattn_attention``: an attention layer with nn.Linear-style weights (y = x·Wᵀ + b).
 
     x_q (*batch, t_q, d_q_in); x_k (*batch, t_kv, d_k_in) defaults to x_q (self-attention);
@@ -48,8 +48,13 @@ def attention(x_q, x_k=None, x_v=None, *, w_q, w_k, w_v, w_o=None, b_q=None, b_k
     :func:`nwattn.pool` with d = d_qk / heads (default: scaled dot product 1/sqrt(d_qk/heads)).
     Mask keywords as in :func:`nwattn.softmax`, with m = t_q and n = t_kv, shared by the heads.
     weights: True or a C-contiguous (*batch, heads, t_q, t_kv) array for the per-head weights.
-    Returns: Y (*batch, t_q, d_out or d_v), or (Y, weights).
+    save=True (``nwattn_attention_save``; not with weights): also the forward's activations,
+    a 1-D float32 array to pass to :func:`nwattn.attention_backward` as ``saved`` with the
+    same arguments, which then does not run the forward again.
+    Returns: Y (*batch, t_q, d_out or d_v), or (Y, weights), or (Y, saved).
     """
+    if save and weights is not None and weights is not False:
+        raise ValueError("save=True and weights: ask for the weights in a separate call")
     h = handle_of(ctx)
     x_q = A.float_input(x_q, "x_q")
     x_k = x_q if x_k is None else A.float_input(x_k, "x_k")
@@ -106,6 +111,17 @@ def attention(x_q, x_k=None, x_v=None, *, w_q, w_k, w_v, w_o=None, b_q=None, b_k
                                 "weights")
         flat.array = w_arr
         wo = flat
+    if save:
+        floats = ctypes.c_size_t(0)
+        check(C.nwattn_attention_saved_floats(h, ctypes.byref(params), A.count(batch), t_q,
+                                              t_kv, ctypes.byref(floats)), h,
+              "nwattn_attention_saved_floats")
+        saved = np.empty(floats.value, A.F32)
+        check(C.nwattn_attention_save(h, ctypes.byref(params), ctypes.byref(sc), mask,
+                                      A.count(batch), t_q, t_kv, *xq.args, *xk.args, *xv.args,
+                                      *yo.args, saved.ctypes.data if saved.size else None,
+                                      saved.size), h, "nwattn_attention_save")
+        return yo.array, saved
     check(C.nwattn_attention(h, ctypes.byref(params), ctypes.byref(sc), mask, A.count(batch),
                              t_q, t_kv, *xq.args, *xk.args, *xv.args, *yo.args,
                              *(wo.args if wo else (None, 0, 0))), h, "nwattn_attention")

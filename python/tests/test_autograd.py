@@ -155,6 +155,36 @@ def test_attention_backward_against_finite_differences():
     assert np.abs(g["db_k"]).max() <= 1e-6 * np.abs(g["dw_k"]).max()
 
 
+@pytest.mark.parametrize("causal, with_o", [(False, True), (True, True), (True, False)])
+def test_attention_saved_activations_give_the_same_bits(causal, with_o):
+    """attention(save=True) then attention_backward(saved=...): Y and every gradient bit for
+    bit those of the forward and the backward that runs the forward again; broadcast keys."""
+    rng = np.random.default_rng(8)
+    x = rng.uniform(-1, 1, (2, 5, 4)).astype(np.float32)
+    kv = rng.uniform(-1, 1, (1, 6, 3)).astype(np.float32)  # one key sequence for both items
+    w_q = rng.uniform(-1, 1, (6, 4)).astype(np.float32)
+    w_k, w_v = (rng.uniform(-1, 1, (6, 3)).astype(np.float32) for _ in range(2))
+    kw = dict(w_q=w_q, w_k=w_k, w_v=w_v, b_q=rng.uniform(-1, 1, 6).astype(np.float32),
+              heads=2, causal=causal)
+    if with_o:
+        kw.update(w_o=rng.uniform(-1, 1, (3, 6)).astype(np.float32),
+                  b_o=rng.uniform(-1, 1, 3).astype(np.float32))
+    y = nwattn.attention(x, kv, kv, **kw)
+    y2, saved = nwattn.attention(x, kv, kv, save=True, **kw)
+    assert saved.dtype == np.float32 and saved.ndim == 1
+    np.testing.assert_array_equal(y, y2)
+    dy = rng.uniform(-1, 1, y.shape).astype(np.float32)
+    g = nwattn.attention_backward(x, kv, kv, dy, **kw)
+    g2 = nwattn.attention_backward(x, kv, kv, dy, saved=saved, **kw)
+    assert g.keys() == g2.keys()
+    for name in g:
+        np.testing.assert_array_equal(g[name], g2[name], err_msg=name)
+    with pytest.raises(nwattn.NWAttnError, match="saved_floats"):
+        nwattn.attention_backward(x, kv, kv, dy, saved=saved[:-1], **kw)
+    with pytest.raises(ValueError, match="weights"):
+        nwattn.attention(x, kv, kv, save=True, weights=True, **kw)
+
+
 @pytest.mark.parametrize("score, param", [("gaussian", 0.8), ("laplace", "vector"),
                                           ("cosine", 2.0)])
 def test_attention_backward_d_score_against_finite_differences(score, param):
