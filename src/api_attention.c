@@ -70,17 +70,24 @@ int nw_attention_blas_ok(const nw_call *call, const nwattn_attention_params *p) 
            p->d_qk <= NW_BLAS_INT_MAX && p->d_v <= NW_BLAS_INT_MAX && out_w <= NW_BLAS_INT_MAX;
 }
 
-/* The arguments of nwattn_attention and nwattn_attention_save (params checked), no weights. */
-static nw_attention_args args_of(const nwattn_context *ctx, const nwattn_attention_params *p,
-                                 size_t batch, size_t t_q, size_t t_kv, nw_seq x_q, nw_seq x_k,
-                                 nw_seq x_v, float *y, size_t ldy, size_t stride_y) {
-    nw_attention_args a = {
+/* The first checks of nwattn_attention and nwattn_attention_save: the layer, the sequences,
+ * the score and Y, into a (no weights output) and call. */
+static nwattn_status begin_forward(nwattn_context *ctx, const nwattn_attention_params *p,
+                                   const nwattn_score *score, size_t batch, size_t t_q,
+                                   size_t t_kv, nw_seq x_q, nw_seq x_k, nw_seq x_v, float *y,
+                                   size_t ldy, size_t stride_y, nw_attention_args *a,
+                                   nw_call *call) {
+    NW_TRY(nw_begin(ctx));
+    NW_TRY(check_params(ctx, p));
+    *a = (nw_attention_args){
         .params = p, .batch = batch, .t_q = t_q, .t_kv = t_kv, .x_q = x_q, .x_k = x_k,
         .x_v = x_v, .y = y, .ldy = ldy, .stride_y = stride_y,
         .pool = {.simd = ctx->simd, .tiles = &ctx->tiles, .batch = batch, .heads = p->heads,
                  .m = t_q, .n = t_kv, .d = p->d_qk / p->heads, .dv = p->d_v / p->heads},
     };
-    return a;
+    nw_call_init(call, ctx, batch);
+    NW_TRY(nw_attention_check_inputs(call, p, score, a));
+    return nw_output(call, "y", y, t_q, p->w_o ? p->d_out : p->d_v, ldy, stride_y);
 }
 
 /* The checks both forwards share after their own outputs: the mask, the operands' overlaps,
@@ -100,17 +107,13 @@ nwattn_status nwattn_attention(nwattn_context *ctx, const nwattn_attention_param
                                size_t stride_x_k, const float *x_v, size_t ldx_v,
                                size_t stride_x_v, float *y, size_t ldy, size_t stride_y,
                                float *weights, size_t ldw, size_t stride_w) {
-    NW_TRY(nw_begin(ctx));
-    NW_TRY(check_params(ctx, params));
-    const nwattn_attention_params *p = params;
-    nw_attention_args a = args_of(ctx, p, batch, t_q, t_kv, (nw_seq){x_q, ldx_q, stride_x_q},
-                                  (nw_seq){x_k, ldx_k, stride_x_k},
-                                  (nw_seq){x_v, ldx_v, stride_x_v}, y, ldy, stride_y);
-    a.pool.w = weights, a.pool.ldw = ldw, a.pool.stride_w = stride_w, a.pool.hstride_w = t_q * ldw;
+    nw_attention_args a;
     nw_call call;
-    nw_call_init(&call, ctx, batch);
-    NW_TRY(nw_attention_check_inputs(&call, p, score, &a));
-    NW_TRY(nw_output(&call, "y", y, t_q, p->w_o ? p->d_out : p->d_v, ldy, stride_y));
+    NW_TRY(begin_forward(ctx, params, score, batch, t_q, t_kv, (nw_seq){x_q, ldx_q, stride_x_q},
+                         (nw_seq){x_k, ldx_k, stride_x_k}, (nw_seq){x_v, ldx_v, stride_x_v}, y,
+                         ldy, stride_y, &a, &call));
+    const nwattn_attention_params *p = params;
+    a.pool.w = weights, a.pool.ldw = ldw, a.pool.stride_w = stride_w, a.pool.hstride_w = t_q * ldw;
     if (weights != NULL) {
         size_t rows;
         if (!nw_mul(p->heads, t_q, &rows))
@@ -166,16 +169,11 @@ nwattn_status nwattn_attention_save(nwattn_context *ctx, const nwattn_attention_
                                     size_t ldx_k, size_t stride_x_k, const float *x_v,
                                     size_t ldx_v, size_t stride_x_v, float *y, size_t ldy,
                                     size_t stride_y, float *saved, size_t saved_floats) {
-    NW_TRY(nw_begin(ctx));
-    NW_TRY(check_params(ctx, params));
-    const nwattn_attention_params *p = params;
-    nw_attention_args a = args_of(ctx, p, batch, t_q, t_kv, (nw_seq){x_q, ldx_q, stride_x_q},
-                                  (nw_seq){x_k, ldx_k, stride_x_k},
-                                  (nw_seq){x_v, ldx_v, stride_x_v}, y, ldy, stride_y);
+    nw_attention_args a;
     nw_call call;
-    nw_call_init(&call, ctx, batch);
-    NW_TRY(nw_attention_check_inputs(&call, p, score, &a));
-    NW_TRY(nw_output(&call, "y", y, t_q, p->w_o ? p->d_out : p->d_v, ldy, stride_y));
+    NW_TRY(begin_forward(ctx, params, score, batch, t_q, t_kv, (nw_seq){x_q, ldx_q, stride_x_q},
+                         (nw_seq){x_k, ldx_k, stride_x_k}, (nw_seq){x_v, ldx_v, stride_x_v}, y,
+                         ldy, stride_y, &a, &call));
     NW_TRY(nw_attention_check_saved(&call, &a, saved, saved_floats, 1));
     nw_pooling pooling;
     NW_TRY(check_rest(&call, &a, mask, &pooling));

@@ -422,16 +422,26 @@ enum { AN_XQ, AN_XK, AN_XV, AN_WQ, AN_WK, AN_WV, AN_WO, AN_BQ, AN_BK, AN_BV, AN_
 
 static size_t sat_mul(size_t a, size_t b) { return a != 0 && b > SIZE_MAX / a ? SIZE_MAX : a * b; }
 
-static nwattn_status invoke_attention(nwattn_context *ctx, const at_case *c) {
-    const nwattn_attention_params p = {
+/* The layer's weights from the operands every attention row starts with (ATTENTION_INPUTS:
+ * x_q, x_k, x_v, w_q, w_k, w_v, w_o, b_q), and the biases of K, V and O where the forward rows
+ * have them next (ATTENTION_FORWARD_OUTPUTS). */
+static nwattn_attention_params layer_params(const at_case *c, int forward) {
+    nwattn_attention_params p = {
         .heads = D(c, AN_HEADS),
         .d_q_in = D(c, AN_DQIN), .d_k_in = D(c, AN_DKIN), .d_v_in = D(c, AN_DVIN),
         .d_qk = sat_mul(D(c, AN_HEADS), D(c, AN_DH)),
         .d_v = sat_mul(D(c, AN_HEADS), D(c, AN_DVH)),
         .d_out = D(c, AN_DOUT),
         .w_q = F(c, AN_WQ), .w_k = F(c, AN_WK), .w_v = F(c, AN_WV), .w_o = F(c, AN_WO),
-        .b_q = F(c, AN_BQ), .b_k = F(c, AN_BK), .b_v = F(c, AN_BV), .b_o = F(c, AN_BO),
+        .b_q = F(c, AN_BQ),
     };
+    if (forward)
+        p.b_k = F(c, AN_BK), p.b_v = F(c, AN_BV), p.b_o = F(c, AN_BO);
+    return p;
+}
+
+static nwattn_status invoke_attention(nwattn_context *ctx, const at_case *c) {
+    const nwattn_attention_params p = layer_params(c, 1);
     return nwattn_attention(ctx, (c->null_structs & 1u) ? NULL : &p, SCORE(c), MASK(c),
                             D(c, AN_BATCH), D(c, AN_TQ), D(c, AN_TKV), F(c, AN_XQ), LD(c, AN_XQ),
                             ST(c, AN_XQ), F(c, AN_XK), LD(c, AN_XK), ST(c, AN_XK), F(c, AN_XV),
@@ -457,15 +467,7 @@ static void attention_param_shape(const at_case *c, size_t *items, size_t *rows,
 }
 
 static nwattn_status invoke_attention_backward(nwattn_context *ctx, const at_case *c) {
-    const nwattn_attention_params p = {
-        .heads = D(c, AN_HEADS),
-        .d_q_in = D(c, AN_DQIN), .d_k_in = D(c, AN_DKIN), .d_v_in = D(c, AN_DVIN),
-        .d_qk = sat_mul(D(c, AN_HEADS), D(c, AN_DH)),
-        .d_v = sat_mul(D(c, AN_HEADS), D(c, AN_DVH)),
-        .d_out = D(c, AN_DOUT),
-        .w_q = F(c, AB_WQ), .w_k = F(c, AB_WK), .w_v = F(c, AB_WV), .w_o = F(c, AB_WO),
-        .b_q = F(c, AB_BQ),
-    };
+    const nwattn_attention_params p = layer_params(c, 0);
     const nwattn_attention_grads g = {
         F(c, AB_DXQ), LD(c, AB_DXQ), ST(c, AB_DXQ), F(c, AB_DXK), LD(c, AB_DXK), ST(c, AB_DXK),
         F(c, AB_DXV), LD(c, AB_DXV), ST(c, AB_DXV), F(c, AB_DWQ), F(c, AB_DWK), F(c, AB_DWV),
@@ -482,22 +484,19 @@ static int attention_dim_used(const at_case *c, int dim) {
 }
 
 /* ---- nwattn_attention_save and nwattn_attention_backward_saved ------------------------------ */
-enum { AS_XQ, AS_XK, AS_XV, AS_WQ, AS_WK, AS_WV, AS_WO, AS_BQ, AS_BK, AS_BV, AS_BO, AS_Y,
-       AS_SAVED };
+enum { AS_SAVED = AN_Y + 1 }; /* save: nwattn_attention's operands, saved for weights */
 /* backward_saved: dw_v, the biases of K, V and O and dw_o left out (operand limit) */
 enum { ABS_XQ, ABS_XK, ABS_XV, ABS_WQ, ABS_WK, ABS_WV, ABS_WO, ABS_BQ, ABS_DY, ABS_SAVED,
        ABS_DXQ, ABS_DXK, ABS_DXV, ABS_DWQ, ABS_DWK, ABS_DBQ, ABS_DSCORE };
 
-/* The saved activations: Q, C (t_q rows), K, V (t_kv rows), lse (heads·t_q), per item. */
+/* The saved activations: Q and C (t_q rows), K and V (t_kv rows), each d_qk or d_v wide, and
+ * lse (heads·t_q), per item; saturating. */
+static size_t sat_add(size_t a, size_t b) { return a > SIZE_MAX - b ? SIZE_MAX : a + b; }
 static void saved_shape(const at_case *c, size_t *items, size_t *rows, size_t *cols) {
-    const size_t dqk = sat_mul(c->dim[AN_HEADS], c->dim[AN_DH]);
-    const size_t dv = sat_mul(c->dim[AN_HEADS], c->dim[AN_DVH]);
-    const size_t per_q = dqk > SIZE_MAX - dv ? SIZE_MAX : dqk + dv;
-    const size_t per_kv = per_q;
-    size_t per_item = sat_mul(c->dim[AN_TQ], per_q);
-    const size_t kv = sat_mul(c->dim[AN_TKV], per_kv), lse = sat_mul(c->dim[AN_HEADS], c->dim[AN_TQ]);
-    per_item = per_item > SIZE_MAX - kv ? SIZE_MAX : per_item + kv;
-    per_item = per_item > SIZE_MAX - lse ? SIZE_MAX : per_item + lse;
+    const size_t width = sat_add(sat_mul(c->dim[AN_HEADS], c->dim[AN_DH]),
+                                 sat_mul(c->dim[AN_HEADS], c->dim[AN_DVH]));
+    const size_t per_item = sat_add(sat_mul(sat_add(c->dim[AN_TQ], c->dim[AN_TKV]), width),
+                                    sat_mul(c->dim[AN_HEADS], c->dim[AN_TQ]));
     *items = *rows = 1;
     *cols = sat_mul(c->dim[AN_BATCH], per_item);
 }
@@ -509,33 +508,17 @@ static size_t saved_count(const at_case *c, int op) {
 }
 
 static nwattn_status invoke_attention_save(nwattn_context *ctx, const at_case *c) {
-    const nwattn_attention_params p = {
-        .heads = D(c, AN_HEADS),
-        .d_q_in = D(c, AN_DQIN), .d_k_in = D(c, AN_DKIN), .d_v_in = D(c, AN_DVIN),
-        .d_qk = sat_mul(D(c, AN_HEADS), D(c, AN_DH)),
-        .d_v = sat_mul(D(c, AN_HEADS), D(c, AN_DVH)),
-        .d_out = D(c, AN_DOUT),
-        .w_q = F(c, AS_WQ), .w_k = F(c, AS_WK), .w_v = F(c, AS_WV), .w_o = F(c, AS_WO),
-        .b_q = F(c, AS_BQ), .b_k = F(c, AS_BK), .b_v = F(c, AS_BV), .b_o = F(c, AS_BO),
-    };
+    const nwattn_attention_params p = layer_params(c, 1);
     return nwattn_attention_save(ctx, (c->null_structs & 1u) ? NULL : &p, SCORE(c), MASK(c),
-                                 D(c, AN_BATCH), D(c, AN_TQ), D(c, AN_TKV), F(c, AS_XQ),
-                                 LD(c, AS_XQ), ST(c, AS_XQ), F(c, AS_XK), LD(c, AS_XK),
-                                 ST(c, AS_XK), F(c, AS_XV), LD(c, AS_XV), ST(c, AS_XV),
-                                 F(c, AS_Y), LD(c, AS_Y), ST(c, AS_Y), F(c, AS_SAVED),
+                                 D(c, AN_BATCH), D(c, AN_TQ), D(c, AN_TKV), F(c, AN_XQ),
+                                 LD(c, AN_XQ), ST(c, AN_XQ), F(c, AN_XK), LD(c, AN_XK),
+                                 ST(c, AN_XK), F(c, AN_XV), LD(c, AN_XV), ST(c, AN_XV),
+                                 F(c, AN_Y), LD(c, AN_Y), ST(c, AN_Y), F(c, AS_SAVED),
                                  saved_count(c, AS_SAVED));
 }
 
 static nwattn_status invoke_attention_backward_saved(nwattn_context *ctx, const at_case *c) {
-    const nwattn_attention_params p = {
-        .heads = D(c, AN_HEADS),
-        .d_q_in = D(c, AN_DQIN), .d_k_in = D(c, AN_DKIN), .d_v_in = D(c, AN_DVIN),
-        .d_qk = sat_mul(D(c, AN_HEADS), D(c, AN_DH)),
-        .d_v = sat_mul(D(c, AN_HEADS), D(c, AN_DVH)),
-        .d_out = D(c, AN_DOUT),
-        .w_q = F(c, ABS_WQ), .w_k = F(c, ABS_WK), .w_v = F(c, ABS_WV), .w_o = F(c, ABS_WO),
-        .b_q = F(c, ABS_BQ),
-    };
+    const nwattn_attention_params p = layer_params(c, 0);
     const nwattn_attention_grads g = {
         F(c, ABS_DXQ), LD(c, ABS_DXQ), ST(c, ABS_DXQ), F(c, ABS_DXK), LD(c, ABS_DXK),
         ST(c, ABS_DXK), F(c, ABS_DXV), LD(c, ABS_DXV), ST(c, ABS_DXV), F(c, ABS_DWQ),
@@ -984,6 +967,55 @@ static nwattn_status invoke_dataset_truth(nwattn_context *ctx, const at_case *c)
     {sum, role, AT_F32, AT_FILL_STATE_SUM, EXT(ST_BATCH), ONE, rows,                              \
      AT_HAS_STRIDE | AT_SHARED_STRIDE, NULL}
 
+/* The four attention rows' dimensions (t_q: what 0 means) and shared operands: the layer's
+ * inputs, the forward's outputs (with the biases of K, V and O), the gradients of X and of
+ * w_q, w_k. */
+#define ATTENTION_DIMS(t_q_zero)                                                                \
+    .n_dims = 10,                                                                               \
+    .dims = {DIM("batch", 2, 2, 3, AT_ZERO_EMPTY), DIM("t_q", 3, 1, 9, t_q_zero),               \
+             DIM("t_kv", 4, 3, 40, AT_ZERO_DEFINED),                                            \
+             DIM_FACTOR("heads", 2, 1, 4, AT_ZERO_INVALID),                                     \
+             DIM_FACTOR("d_qk/heads", 2, 3, 8, AT_ZERO_INVALID),                                \
+             DIM_FACTOR("d_v/heads", 2, 1, 8, AT_ZERO_INVALID),                                 \
+             DIM("d_q_in", 3, 2, 12, AT_ZERO_INVALID), DIM("d_k_in", 2, 2, 12, AT_ZERO_INVALID), \
+             DIM("d_v_in", 3, 1, 12, AT_ZERO_INVALID), DIM("d_out", 3, 2, 12, AT_ZERO_INVALID)}, \
+    .batch_dim = AN_BATCH
+#define ATTENTION_SCORE_MASK                                                                    \
+    .score_dim = AN_DH, .score_optional = 1, .mask_m_dim = AN_TQ, .mask_n_dim = AN_TKV
+#define ATTENTION_INPUTS                                                                        \
+    {"x_q", AT_IN, AT_F32, AT_FILL_DATA, EXT(AN_BATCH), EXT(AN_TQ), EXT(AN_DQIN),               \
+     MAT | AT_BLAS, NULL},                                                                      \
+    {"x_k", AT_IN, AT_F32, AT_FILL_DATA, EXT(AN_BATCH), EXT(AN_TKV), EXT(AN_DKIN),              \
+     MAT | AT_BLAS, NULL},                                                                      \
+    {"x_v", AT_IN, AT_F32, AT_FILL_DATA, EXT(AN_BATCH), EXT(AN_TKV), EXT(AN_DVIN),              \
+     MAT | AT_BLAS, NULL},                                                                      \
+    {"params.w_q", AT_IN, AT_F32, AT_FILL_DATA, ONE, EXT2(AN_HEADS, AN_DH), EXT(AN_DQIN), 0,     \
+     NULL},                                                                                     \
+    {"params.w_k", AT_IN, AT_F32, AT_FILL_DATA, ONE, EXT2(AN_HEADS, AN_DH), EXT(AN_DKIN), 0,     \
+     NULL},                                                                                     \
+    {"params.w_v", AT_IN, AT_F32, AT_FILL_DATA, ONE, EXT2(AN_HEADS, AN_DVH), EXT(AN_DVIN), 0,    \
+     NULL},                                                                                     \
+    {"params.w_o", AT_IN_OPT, AT_F32, AT_FILL_DATA, ONE, EXT(AN_DOUT), EXT2(AN_HEADS, AN_DVH),  \
+     0, NULL},                                                                                  \
+    {"params.b_q", AT_IN_OPT, AT_F32, AT_FILL_DATA, ONE, ONE, EXT2(AN_HEADS, AN_DH), 0, NULL}
+#define ATTENTION_FORWARD_OUTPUTS                                                               \
+    {"params.b_k", AT_IN_OPT, AT_F32, AT_FILL_DATA, ONE, ONE, EXT2(AN_HEADS, AN_DH), 0, NULL},  \
+    {"params.b_v", AT_IN_OPT, AT_F32, AT_FILL_DATA, ONE, ONE, EXT2(AN_HEADS, AN_DVH), 0, NULL}, \
+    {"params.b_o", AT_IN_OPT, AT_F32, AT_FILL_DATA, ONE, ONE, EXT(AN_DOUT), 0, NULL},           \
+    {"y", AT_OUT, AT_F32, AT_FILL_DATA, EXT(AN_BATCH), EXT(AN_TQ), ONE, MAT | AT_BLAS,          \
+     attention_y_shape}
+#define ATTENTION_GRADS                                                                         \
+    {"grads.dx_q", AT_OUT_OPT, AT_F32, AT_FILL_DATA, EXT(AN_BATCH), EXT(AN_TQ), EXT(AN_DQIN),   \
+     MAT | AT_BLAS, NULL},                                                                      \
+    {"grads.dx_k", AT_OUT_OPT, AT_F32, AT_FILL_DATA, EXT(AN_BATCH), EXT(AN_TKV), EXT(AN_DKIN),  \
+     MAT | AT_BLAS, NULL},                                                                      \
+    {"grads.dx_v", AT_OUT_OPT, AT_F32, AT_FILL_DATA, EXT(AN_BATCH), EXT(AN_TKV), EXT(AN_DVIN),  \
+     MAT | AT_BLAS, NULL},                                                                      \
+    {"grads.dw_q", AT_OUT_OPT, AT_F32, AT_FILL_DATA, ONE, EXT2(AN_HEADS, AN_DH), EXT(AN_DQIN),  \
+     0, NULL},                                                                                  \
+    {"grads.dw_k", AT_OUT_OPT, AT_F32, AT_FILL_DATA, ONE, EXT2(AN_HEADS, AN_DH), EXT(AN_DKIN),  \
+     0, NULL}
+
 const at_fn at_functions[] = {
     {
         .name = "nwattn_scores",
@@ -1239,48 +1271,13 @@ const at_fn at_functions[] = {
     {
         .name = "nwattn_attention",
         .id = 10,
-        .n_dims = 10,
-        .dims = {DIM("batch", 2, 2, 3, AT_ZERO_EMPTY),
-                 DIM("t_q", 3, 1, 9, AT_ZERO_EMPTY),
-                 DIM("t_kv", 4, 3, 40, AT_ZERO_DEFINED),
-                 DIM_FACTOR("heads", 2, 1, 4, AT_ZERO_INVALID),
-                 DIM_FACTOR("d_qk/heads", 2, 3, 8, AT_ZERO_INVALID),
-                 DIM_FACTOR("d_v/heads", 2, 1, 8, AT_ZERO_INVALID),
-                 DIM("d_q_in", 3, 2, 12, AT_ZERO_INVALID),
-                 DIM("d_k_in", 2, 2, 12, AT_ZERO_INVALID),
-                 DIM("d_v_in", 3, 1, 12, AT_ZERO_INVALID),
-                 DIM("d_out", 3, 2, 12, AT_ZERO_INVALID)},
-        .batch_dim = AN_BATCH,
+        ATTENTION_DIMS(AT_ZERO_EMPTY),
         .n_ops = 13,
-        .ops = {{"x_q", AT_IN, AT_F32, AT_FILL_DATA, EXT(AN_BATCH), EXT(AN_TQ), EXT(AN_DQIN),
-                 MAT | AT_BLAS, NULL},
-                {"x_k", AT_IN, AT_F32, AT_FILL_DATA, EXT(AN_BATCH), EXT(AN_TKV), EXT(AN_DKIN),
-                 MAT | AT_BLAS, NULL},
-                {"x_v", AT_IN, AT_F32, AT_FILL_DATA, EXT(AN_BATCH), EXT(AN_TKV), EXT(AN_DVIN),
-                 MAT | AT_BLAS, NULL},
-                {"params.w_q", AT_IN, AT_F32, AT_FILL_DATA, ONE, EXT2(AN_HEADS, AN_DH),
-                 EXT(AN_DQIN), 0, NULL},
-                {"params.w_k", AT_IN, AT_F32, AT_FILL_DATA, ONE, EXT2(AN_HEADS, AN_DH),
-                 EXT(AN_DKIN), 0, NULL},
-                {"params.w_v", AT_IN, AT_F32, AT_FILL_DATA, ONE, EXT2(AN_HEADS, AN_DVH),
-                 EXT(AN_DVIN), 0, NULL},
-                {"params.w_o", AT_IN_OPT, AT_F32, AT_FILL_DATA, ONE, EXT(AN_DOUT),
-                 EXT2(AN_HEADS, AN_DVH), 0, NULL},
-                {"params.b_q", AT_IN_OPT, AT_F32, AT_FILL_DATA, ONE, ONE, EXT2(AN_HEADS, AN_DH),
-                 0, NULL},
-                {"params.b_k", AT_IN_OPT, AT_F32, AT_FILL_DATA, ONE, ONE, EXT2(AN_HEADS, AN_DH),
-                 0, NULL},
-                {"params.b_v", AT_IN_OPT, AT_F32, AT_FILL_DATA, ONE, ONE,
-                 EXT2(AN_HEADS, AN_DVH), 0, NULL},
-                {"params.b_o", AT_IN_OPT, AT_F32, AT_FILL_DATA, ONE, ONE, EXT(AN_DOUT), 0, NULL},
-                {"y", AT_OUT, AT_F32, AT_FILL_DATA, EXT(AN_BATCH), EXT(AN_TQ), ONE,
-                 MAT | AT_BLAS, attention_y_shape},
+        .ops = {ATTENTION_INPUTS,
+                ATTENTION_FORWARD_OUTPUTS,
                 {"weights", AT_OUT_OPT, AT_F32, AT_FILL_DATA, EXT(AN_BATCH),
                  EXT2(AN_HEADS, AN_TQ), EXT(AN_TKV), MAT | AT_BLAS, NULL}},
-        .score_dim = AN_DH,
-        .score_optional = 1,
-        .mask_m_dim = AN_TQ,
-        .mask_n_dim = AN_TKV,
+        ATTENTION_SCORE_MASK,
         .n_structs = 1,
         .structs = {"params"},
         NOT_IN_PLACE,
@@ -1290,57 +1287,19 @@ const at_fn at_functions[] = {
     {
         .name = "nwattn_attention_backward",
         .id = 21,
-        .n_dims = 10,
-        .dims = {DIM("batch", 2, 2, 3, AT_ZERO_EMPTY),
-                 DIM("t_q", 3, 1, 9, AT_ZERO_DEFINED),
-                 DIM("t_kv", 4, 3, 40, AT_ZERO_DEFINED),
-                 DIM_FACTOR("heads", 2, 1, 4, AT_ZERO_INVALID),
-                 DIM_FACTOR("d_qk/heads", 2, 3, 8, AT_ZERO_INVALID),
-                 DIM_FACTOR("d_v/heads", 2, 1, 8, AT_ZERO_INVALID),
-                 DIM("d_q_in", 3, 2, 12, AT_ZERO_INVALID),
-                 DIM("d_k_in", 2, 2, 12, AT_ZERO_INVALID),
-                 DIM("d_v_in", 3, 1, 12, AT_ZERO_INVALID),
-                 DIM("d_out", 3, 2, 12, AT_ZERO_INVALID)},
-        .batch_dim = AN_BATCH,
+        ATTENTION_DIMS(AT_ZERO_DEFINED),
         .n_ops = 17,
-        .ops = {{"x_q", AT_IN, AT_F32, AT_FILL_DATA, EXT(AN_BATCH), EXT(AN_TQ), EXT(AN_DQIN),
-                 MAT | AT_BLAS, NULL},
-                {"x_k", AT_IN, AT_F32, AT_FILL_DATA, EXT(AN_BATCH), EXT(AN_TKV), EXT(AN_DKIN),
-                 MAT | AT_BLAS, NULL},
-                {"x_v", AT_IN, AT_F32, AT_FILL_DATA, EXT(AN_BATCH), EXT(AN_TKV), EXT(AN_DVIN),
-                 MAT | AT_BLAS, NULL},
-                {"params.w_q", AT_IN, AT_F32, AT_FILL_DATA, ONE, EXT2(AN_HEADS, AN_DH),
-                 EXT(AN_DQIN), 0, NULL},
-                {"params.w_k", AT_IN, AT_F32, AT_FILL_DATA, ONE, EXT2(AN_HEADS, AN_DH),
-                 EXT(AN_DKIN), 0, NULL},
-                {"params.w_v", AT_IN, AT_F32, AT_FILL_DATA, ONE, EXT2(AN_HEADS, AN_DVH),
-                 EXT(AN_DVIN), 0, NULL},
-                {"params.w_o", AT_IN_OPT, AT_F32, AT_FILL_DATA, ONE, EXT(AN_DOUT),
-                 EXT2(AN_HEADS, AN_DVH), 0, NULL},
-                {"params.b_q", AT_IN_OPT, AT_F32, AT_FILL_DATA, ONE, ONE, EXT2(AN_HEADS, AN_DH),
-                 0, NULL},
+        .ops = {ATTENTION_INPUTS,
                 {"dy", AT_IN, AT_F32, AT_FILL_DATA, EXT(AN_BATCH), EXT(AN_TQ), ONE,
                  MAT | AT_BLAS, attention_y_shape},
-                {"grads.dx_q", AT_OUT_OPT, AT_F32, AT_FILL_DATA, EXT(AN_BATCH), EXT(AN_TQ),
-                 EXT(AN_DQIN), MAT | AT_BLAS, NULL},
-                {"grads.dx_k", AT_OUT_OPT, AT_F32, AT_FILL_DATA, EXT(AN_BATCH), EXT(AN_TKV),
-                 EXT(AN_DKIN), MAT | AT_BLAS, NULL},
-                {"grads.dx_v", AT_OUT_OPT, AT_F32, AT_FILL_DATA, EXT(AN_BATCH), EXT(AN_TKV),
-                 EXT(AN_DVIN), MAT | AT_BLAS, NULL},
-                {"grads.dw_q", AT_OUT_OPT, AT_F32, AT_FILL_DATA, ONE, EXT2(AN_HEADS, AN_DH),
-                 EXT(AN_DQIN), 0, NULL},
-                {"grads.dw_k", AT_OUT_OPT, AT_F32, AT_FILL_DATA, ONE, EXT2(AN_HEADS, AN_DH),
-                 EXT(AN_DKIN), 0, NULL},
+                ATTENTION_GRADS,
                 {"grads.dw_v", AT_OUT_OPT, AT_F32, AT_FILL_DATA, ONE, EXT2(AN_HEADS, AN_DVH),
                  EXT(AN_DVIN), 0, NULL},
                 {"grads.db_q", AT_OUT_OPT, AT_F32, AT_FILL_DATA, ONE, ONE,
                  EXT2(AN_HEADS, AN_DH), 0, NULL},
                 {"grads.d_score", AT_OUT_OPT, AT_F32, AT_FILL_DATA, ONE, ONE, EXT(AN_DH), 0,
                  attention_param_shape}},
-        .score_dim = AN_DH,
-        .score_optional = 1,
-        .mask_m_dim = AN_TQ,
-        .mask_n_dim = AN_TKV,
+        ATTENTION_SCORE_MASK,
         .n_structs = 2,
         .structs = {"params", "grads"},
         NOT_IN_PLACE,
@@ -1350,47 +1309,12 @@ const at_fn at_functions[] = {
     {
         .name = "nwattn_attention_save",
         .id = 35,
-        .n_dims = 10,
-        .dims = {DIM("batch", 2, 2, 3, AT_ZERO_EMPTY),
-                 DIM("t_q", 3, 1, 9, AT_ZERO_DEFINED),
-                 DIM("t_kv", 4, 3, 40, AT_ZERO_DEFINED),
-                 DIM_FACTOR("heads", 2, 1, 4, AT_ZERO_INVALID),
-                 DIM_FACTOR("d_qk/heads", 2, 3, 8, AT_ZERO_INVALID),
-                 DIM_FACTOR("d_v/heads", 2, 1, 8, AT_ZERO_INVALID),
-                 DIM("d_q_in", 3, 2, 12, AT_ZERO_INVALID),
-                 DIM("d_k_in", 2, 2, 12, AT_ZERO_INVALID),
-                 DIM("d_v_in", 3, 1, 12, AT_ZERO_INVALID),
-                 DIM("d_out", 3, 2, 12, AT_ZERO_INVALID)},
-        .batch_dim = AN_BATCH,
+        ATTENTION_DIMS(AT_ZERO_EMPTY),
         .n_ops = 13,
-        .ops = {{"x_q", AT_IN, AT_F32, AT_FILL_DATA, EXT(AN_BATCH), EXT(AN_TQ), EXT(AN_DQIN),
-                 MAT | AT_BLAS, NULL},
-                {"x_k", AT_IN, AT_F32, AT_FILL_DATA, EXT(AN_BATCH), EXT(AN_TKV), EXT(AN_DKIN),
-                 MAT | AT_BLAS, NULL},
-                {"x_v", AT_IN, AT_F32, AT_FILL_DATA, EXT(AN_BATCH), EXT(AN_TKV), EXT(AN_DVIN),
-                 MAT | AT_BLAS, NULL},
-                {"params.w_q", AT_IN, AT_F32, AT_FILL_DATA, ONE, EXT2(AN_HEADS, AN_DH),
-                 EXT(AN_DQIN), 0, NULL},
-                {"params.w_k", AT_IN, AT_F32, AT_FILL_DATA, ONE, EXT2(AN_HEADS, AN_DH),
-                 EXT(AN_DKIN), 0, NULL},
-                {"params.w_v", AT_IN, AT_F32, AT_FILL_DATA, ONE, EXT2(AN_HEADS, AN_DVH),
-                 EXT(AN_DVIN), 0, NULL},
-                {"params.w_o", AT_IN_OPT, AT_F32, AT_FILL_DATA, ONE, EXT(AN_DOUT),
-                 EXT2(AN_HEADS, AN_DVH), 0, NULL},
-                {"params.b_q", AT_IN_OPT, AT_F32, AT_FILL_DATA, ONE, ONE, EXT2(AN_HEADS, AN_DH),
-                 0, NULL},
-                {"params.b_k", AT_IN_OPT, AT_F32, AT_FILL_DATA, ONE, ONE, EXT2(AN_HEADS, AN_DH),
-                 0, NULL},
-                {"params.b_v", AT_IN_OPT, AT_F32, AT_FILL_DATA, ONE, ONE,
-                 EXT2(AN_HEADS, AN_DVH), 0, NULL},
-                {"params.b_o", AT_IN_OPT, AT_F32, AT_FILL_DATA, ONE, ONE, EXT(AN_DOUT), 0, NULL},
-                {"y", AT_OUT, AT_F32, AT_FILL_DATA, EXT(AN_BATCH), EXT(AN_TQ), ONE,
-                 MAT | AT_BLAS, attention_y_shape},
+        .ops = {ATTENTION_INPUTS,
+                ATTENTION_FORWARD_OUTPUTS,
                 {"saved", AT_OUT, AT_F32, AT_FILL_DATA, ONE, ONE, ONE, 0, saved_shape}},
-        .score_dim = AN_DH,
-        .score_optional = 1,
-        .mask_m_dim = AN_TQ,
-        .mask_n_dim = AN_TKV,
+        ATTENTION_SCORE_MASK,
         .n_structs = 1,
         .structs = {"params"},
         NOT_IN_PLACE,
@@ -1400,56 +1324,18 @@ const at_fn at_functions[] = {
     {
         .name = "nwattn_attention_backward_saved",
         .id = 36,
-        .n_dims = 10,
-        .dims = {DIM("batch", 2, 2, 3, AT_ZERO_EMPTY),
-                 DIM("t_q", 3, 1, 9, AT_ZERO_DEFINED),
-                 DIM("t_kv", 4, 3, 40, AT_ZERO_DEFINED),
-                 DIM_FACTOR("heads", 2, 1, 4, AT_ZERO_INVALID),
-                 DIM_FACTOR("d_qk/heads", 2, 3, 8, AT_ZERO_INVALID),
-                 DIM_FACTOR("d_v/heads", 2, 1, 8, AT_ZERO_INVALID),
-                 DIM("d_q_in", 3, 2, 12, AT_ZERO_INVALID),
-                 DIM("d_k_in", 2, 2, 12, AT_ZERO_INVALID),
-                 DIM("d_v_in", 3, 1, 12, AT_ZERO_INVALID),
-                 DIM("d_out", 3, 2, 12, AT_ZERO_INVALID)},
-        .batch_dim = AN_BATCH,
+        ATTENTION_DIMS(AT_ZERO_DEFINED),
         .n_ops = 17,
-        .ops = {{"x_q", AT_IN, AT_F32, AT_FILL_DATA, EXT(AN_BATCH), EXT(AN_TQ), EXT(AN_DQIN),
-                 MAT | AT_BLAS, NULL},
-                {"x_k", AT_IN, AT_F32, AT_FILL_DATA, EXT(AN_BATCH), EXT(AN_TKV), EXT(AN_DKIN),
-                 MAT | AT_BLAS, NULL},
-                {"x_v", AT_IN, AT_F32, AT_FILL_DATA, EXT(AN_BATCH), EXT(AN_TKV), EXT(AN_DVIN),
-                 MAT | AT_BLAS, NULL},
-                {"params.w_q", AT_IN, AT_F32, AT_FILL_DATA, ONE, EXT2(AN_HEADS, AN_DH),
-                 EXT(AN_DQIN), 0, NULL},
-                {"params.w_k", AT_IN, AT_F32, AT_FILL_DATA, ONE, EXT2(AN_HEADS, AN_DH),
-                 EXT(AN_DKIN), 0, NULL},
-                {"params.w_v", AT_IN, AT_F32, AT_FILL_DATA, ONE, EXT2(AN_HEADS, AN_DVH),
-                 EXT(AN_DVIN), 0, NULL},
-                {"params.w_o", AT_IN_OPT, AT_F32, AT_FILL_DATA, ONE, EXT(AN_DOUT),
-                 EXT2(AN_HEADS, AN_DVH), 0, NULL},
-                {"params.b_q", AT_IN_OPT, AT_F32, AT_FILL_DATA, ONE, ONE, EXT2(AN_HEADS, AN_DH),
-                 0, NULL},
+        .ops = {ATTENTION_INPUTS,
                 {"dy", AT_IN, AT_F32, AT_FILL_DATA, EXT(AN_BATCH), EXT(AN_TQ), ONE,
                  MAT | AT_BLAS, attention_y_shape},
                 {"saved", AT_IN, AT_F32, AT_FILL_DATA, ONE, ONE, ONE, 0, saved_shape},
-                {"grads.dx_q", AT_OUT_OPT, AT_F32, AT_FILL_DATA, EXT(AN_BATCH), EXT(AN_TQ),
-                 EXT(AN_DQIN), MAT | AT_BLAS, NULL},
-                {"grads.dx_k", AT_OUT_OPT, AT_F32, AT_FILL_DATA, EXT(AN_BATCH), EXT(AN_TKV),
-                 EXT(AN_DKIN), MAT | AT_BLAS, NULL},
-                {"grads.dx_v", AT_OUT_OPT, AT_F32, AT_FILL_DATA, EXT(AN_BATCH), EXT(AN_TKV),
-                 EXT(AN_DVIN), MAT | AT_BLAS, NULL},
-                {"grads.dw_q", AT_OUT_OPT, AT_F32, AT_FILL_DATA, ONE, EXT2(AN_HEADS, AN_DH),
-                 EXT(AN_DQIN), 0, NULL},
-                {"grads.dw_k", AT_OUT_OPT, AT_F32, AT_FILL_DATA, ONE, EXT2(AN_HEADS, AN_DH),
-                 EXT(AN_DKIN), 0, NULL},
+                ATTENTION_GRADS,
                 {"grads.db_q", AT_OUT_OPT, AT_F32, AT_FILL_DATA, ONE, ONE,
                  EXT2(AN_HEADS, AN_DH), 0, NULL},
                 {"grads.d_score", AT_OUT_OPT, AT_F32, AT_FILL_DATA, ONE, ONE, EXT(AN_DH), 0,
                  attention_param_shape}},
-        .score_dim = AN_DH,
-        .score_optional = 1,
-        .mask_m_dim = AN_TQ,
-        .mask_n_dim = AN_TKV,
+        ATTENTION_SCORE_MASK,
         .n_structs = 2,
         .structs = {"params", "grads"},
         NOT_IN_PLACE,
