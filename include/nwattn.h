@@ -592,22 +592,24 @@ NWATTN_API nwattn_status nwattn_attention_backward(nwattn_context *ctx,
                                                    const nwattn_attention_grads *grads);
 
 /* Training without the forward twice. nwattn_attention_backward recomputes the projections
- * and the pooling (a fifth of an 8 × 512 × 512, 8-head layer's backward); a training step that
- * keeps the forward's activations skips that:
+ * and the pooling (about a quarter of an 8 × 512 × 512, 8-head layer's backward); a training
+ * step that keeps the forward's activations skips that:
  *
  *     nwattn_attention_saved_floats(ctx, &params, batch, t_q, t_kv, &floats);  (allocate)
- *     nwattn_attention_save(ctx, ..., y, ldy, stride_y, saved, floats);    (the forward)
- *     nwattn_attention_backward_saved(ctx, ..., dy, ldy_, stride_dy, saved, floats, &grads);
+ *     nwattn_attention_save(ctx, ..., y, ldy, stride_y, saved, floats);         (forward)
+ *     nwattn_attention_backward_saved(ctx, ..., dy, ldy, stride_dy, saved, floats, &grads);
  *
- * Both take nwattn_attention's arguments unchanged (weights and score too), without its
- * weights output. saved is the caller's, contiguous floats, written by nwattn_attention_save
- * and read by nwattn_attention_backward_saved (which needs the same params, score, mask,
- * sizes, inputs and backend as the forward that wrote it: it cannot check that): Q
+ * The "..." are nwattn_attention's arguments from params to stride_x_v, unchanged;
+ * nwattn_attention_save has no attention-weights output (nwattn_attention gives heatmaps).
+ * saved is the caller's array of at least nwattn_attention_saved_floats floats, written by
+ * nwattn_attention_save and read by nwattn_attention_backward_saved, which needs the same
+ * arguments and context settings as the forward that wrote it (it cannot check that): Q
  * (batch·t_q × d_qk), K and V (batch·t_kv × d_qk and × d_v), the concatenated heads C
- * (batch·t_q × d_v) and the heads' log-sum-exp (batch × heads × t_q), in that order. Results
- * are bit-identical to nwattn_attention and nwattn_attention_backward with the same context
- * and arguments. saved_floats smaller than nwattn_attention_saved_floats gives
- * NWATTN_ERR_BAD_DIMENSION; saved must overlap no other operand. */
+ * (batch·t_q × d_v) and the heads' log-sum-exp (batch × heads × t_q), in that order (with
+ * t_q = 0 nothing is written, and nothing is read). Results are bit-identical to
+ * nwattn_attention and nwattn_attention_backward with the same context and arguments.
+ * saved_floats below the count gives NWATTN_ERR_BAD_DIMENSION; saved may be NULL only when
+ * the count is 0, and must overlap no other operand. */
 NWATTN_API nwattn_status nwattn_attention_saved_floats(nwattn_context *ctx,
                                                        const nwattn_attention_params *params,
                                                        size_t batch, size_t t_q, size_t t_kv,
