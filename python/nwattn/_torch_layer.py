@@ -145,15 +145,20 @@ class AttentionFunction(torch.autograd.Function):
 
     @staticmethod
     def forward(fctx, x_q, x_k, x_v, w_q, w_k, w_v, w_o, b_q, b_k, b_v, b_o, param, additive,
-                param_name, opts):
+                param_name, opts, grad_enabled):
         tensors = (w_q, w_k, w_v, w_o, b_q, b_k, b_v, b_o)
         kw = {n: (None if t is None else _np(t)) for n, t in zip(_LAYER, tensors)}
         kw.update(_named_param(param_name, param))
         if additive is not None:  # a tensor: a learned attention bias, shared by the heads
             kw["additive"] = _np(additive)
-        # The activations stay for the backward (nwattn_attention_save): no second forward.
-        y, fctx.activations = __import__("nwattn").attention(_np(x_q), _np(x_k), _np(x_v),
-                                                             **kw, **opts, save=True)
+        # The activations stay for the backward (nwattn_attention_save): no second forward;
+        # nothing kept where no gradient is wanted (no_grad, inference).
+        fctx.activations = None
+        if grad_enabled and any(fctx.needs_input_grad):
+            y, fctx.activations = __import__("nwattn").attention(
+                _np(x_q), _np(x_k), _np(x_v), **kw, **opts, save=True)
+        else:
+            y = __import__("nwattn").attention(_np(x_q), _np(x_k), _np(x_v), **kw, **opts)
         fctx.save_for_backward(x_q, x_k, x_v, *tensors, param, additive)
         fctx.opts, fctx.param_name = opts, param_name
         return _like(y, x_q)
@@ -175,7 +180,7 @@ class AttentionFunction(torch.autograd.Function):
                      _like(np.asarray(g["d_score"], np.float32).reshape(param.shape), param))
         grads.append(_like(g["d_additive"], additive) if want_ds else None)
         return _first_order(tuple(grads), (x_q, x_k, x_v, *tensors, param, additive)) + \
-            (None, None)
+            (None, None, None)
 
 def _named_param(name, param):
     """The score keyword for the parameter tensor: scale and bandwidth are one number (any
@@ -215,7 +220,7 @@ def attention(x_q, x_k=None, x_v=None, *, w_q, w_k, w_v, w_o=None, b_q=None, b_k
     x_k = x_q if x_k is None else x_k
     x_v = x_k if x_v is None else x_v
     return AttentionFunction.apply(x_q, x_k, x_v, w_q, w_k, w_v, w_o, b_q, b_k, b_v, b_o,
-                                   param, additive, name, opts)
+                                   param, additive, name, opts, torch.is_grad_enabled())
 
 def nw_predict(xq, x, y, bandwidth, **kwargs):
     """Differentiable nwattn.nw_predict in its bandwidth tensor (only: xq, x and y are

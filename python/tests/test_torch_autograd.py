@@ -586,3 +586,36 @@ def test_attention_additive_mask_learns_as_a_bias_shared_by_the_heads(shape, ctx
     for g, w in zip(got, want):
         _close(g, w)
     assert torch.all(got[2][..., 0, 3] == 0)
+
+
+def test_attention_keeps_its_activations_only_for_a_backward(monkeypatch):
+    """The layer's Function keeps nwattn_attention_save's activations when a gradient will be
+    asked for, and not under no_grad or without any input that requires grad; its gradients
+    are the same bits as nwattn.attention_backward's, which runs the forward again."""
+    from nwattn import _torch_layer
+    kept = []
+    forward = _torch_layer.AttentionFunction.forward
+
+    def spy(fctx, *args):
+        out = forward(fctx, *args)
+        kept.append(fctx.activations is not None)
+        return out
+
+    monkeypatch.setattr(_torch_layer.AttentionFunction, "forward", staticmethod(spy))
+    gen = torch.Generator().manual_seed(3)
+    x = torch.randn(2, 5, 4, generator=gen)
+    w = [torch.randn(6, 4, generator=gen, requires_grad=True) for _ in range(3)]
+    dy = torch.randn(2, 5, 6, generator=gen)
+    with torch.no_grad():
+        y0 = AG.attention(x, w_q=w[0], w_k=w[1], w_v=w[2], heads=2, causal=True)
+    y = AG.attention(x, w_q=w[0], w_k=w[1], w_v=w[2], heads=2, causal=True)
+    AG.attention(x, w_q=w[0].detach(), w_k=w[1].detach(), w_v=w[2].detach(), heads=2)
+    assert kept == [False, True, False]
+    assert torch.equal(y0, y)
+    y.backward(dy)
+    xn = x.numpy()
+    g = nwattn.attention_backward(xn, xn, xn, dy.numpy(), w_q=w[0].detach().numpy(),
+                                  w_k=w[1].detach().numpy(), w_v=w[2].detach().numpy(),
+                                  heads=2, causal=True)
+    for t, name in zip(w, ("dw_q", "dw_k", "dw_v")):
+        np.testing.assert_array_equal(t.grad.numpy(), g[name])
