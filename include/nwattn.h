@@ -528,8 +528,8 @@ typedef struct nwattn_attention_params {
  * contiguous (batch, heads, t_q, t_kv) array has ldw = t_kv, stride_w = heads·t_q·t_kv.
  * The projections are cblas_sgemm calls (double loops under REFERENCE) on the calling thread,
  * the pooling follows the backend (AUTO, BLAS, FUSED, REFERENCE) and the context's threads.
- * Working memory: the projected Q, K, V and the concatenated heads, plus what the pooling
- * needs. */
+ * Working memory: the projected Q, K, V (head by head) and the concatenated heads, one more
+ * buffer the size of the largest of them, plus what the pooling needs. */
 NWATTN_API nwattn_status nwattn_attention(nwattn_context *ctx,
                                           const nwattn_attention_params *params,
                                           const nwattn_score *score, const nwattn_mask *mask,
@@ -575,8 +575,9 @@ typedef struct nwattn_attention_grads {
  * X, db_x = column sums, dX = dX' W_x for x = q, k, v (X' the projection). REFERENCE runs every
  * product in double; the others through cblas_sgemm (the projections' products on the BLAS's
  * own threads, as the forward's). Working memory: the projections, the concatenated heads and
- * their gradients (2·(t_q·(d_qk + d_v) + t_kv·(d_qk + d_v)) floats per item) plus the
- * pooling's. Outputs must overlap no input and each other. */
+ * their gradients, the heads of C and dC once more as dense blocks (2·(t_q·(d_qk + 2·d_v) +
+ * t_kv·(d_qk + d_v)) floats per item), one more buffer the size of the largest projection,
+ * plus the pooling's. Outputs must overlap no input and each other. */
 NWATTN_API nwattn_status nwattn_attention_backward(nwattn_context *ctx,
                                                    const nwattn_attention_params *params,
                                                    const nwattn_score *score,
@@ -603,10 +604,11 @@ NWATTN_API nwattn_status nwattn_attention_backward(nwattn_context *ctx,
  * nwattn_attention_save has no attention-weights output (nwattn_attention gives heatmaps).
  * saved is the caller's array of at least nwattn_attention_saved_floats floats, written by
  * nwattn_attention_save and read by nwattn_attention_backward_saved, which needs the same
- * arguments and context settings as the forward that wrote it (it cannot check that): Q
- * (batch·t_q × d_qk), K and V (batch·t_kv × d_qk and × d_v), the concatenated heads C
- * (batch·t_q × d_v) and the heads' log-sum-exp (batch × heads × t_q), in that order (with
- * t_q = 0 nothing is written, and nothing is read). Results are bit-identical to
+ * arguments and context settings as the forward that wrote it (it cannot check that): the
+ * projections Q, K and V head by head (heads × batch·t_q × d_qk/heads, heads × batch·t_kv ×
+ * d_qk/heads and × d_v/heads), the concatenated heads C (batch·t_q × d_v, heads side by side)
+ * and the heads' log-sum-exp (batch × heads × t_q), in that order (with t_q = 0 nothing is
+ * written, and nothing is read). Results are bit-identical to
  * nwattn_attention and nwattn_attention_backward with the same context and arguments.
  * saved_floats below the count gives NWATTN_ERR_BAD_DIMENSION; saved may be NULL only when
  * the count is 0, and must overlap no other operand. */

@@ -1,14 +1,18 @@
-/* Attention layers: X·W^T + b projections into working memory laid out (batch·t) × width, so
- * that head h of item b is a column slice: pointer + b·t·width + h·width/heads, pitch width.
- * The pooling then runs over batch × heads items without copying heads apart, writes the
- * concatenated heads the same way, and one more projection gives the output. */
+/* Attention layers: X·W^T + b projections, then each projection rearranged head by head
+ * (heads × batch·t × width/heads, so that head h of item b is a dense block: pointer +
+ * (h·batch + b)·t·width/heads, pitch width/heads). Dense blocks matter: a head's columns of
+ * the (batch·t) × width projection are rows 2 KiB apart at width 512, which fall into a few
+ * L1 sets and made the pooling of an 8 × 512 × 512, 8-head layer half as slow again (its
+ * backward too). The pooling runs over batch × heads items, writes the concatenated heads
+ * (batch·t) × d_v for the output projection. */
 #include <string.h>
 
 #include "attention.h"
 
-/* Floats of the four buffers: Q and C (t_q rows), K and V (t_kv rows). */
+/* Floats of the buffers: Q and C (t_q rows), K and V (t_kv rows), and the projection before
+ * it is rearranged (the largest of Q, K, V). */
 typedef struct layout {
-    size_t q, k, v, c;
+    size_t q, k, v, c, temp;
 } layout;
 
 static int buffer_floats(const nw_attention_args *a, layout *out) {
@@ -16,12 +20,39 @@ static int buffer_floats(const nw_attention_args *a, layout *out) {
     size_t rows_q, rows_kv;
     if (!nw_mul(a->batch, a->t_q, &rows_q) || !nw_mul(a->batch, a->t_kv, &rows_kv) ||
         !nw_mul(rows_q, p->d_qk, &out->q) || !nw_mul(rows_kv, p->d_qk, &out->k) ||
-        !nw_mul(rows_kv, p->d_v, &out->v))
+        !nw_mul(rows_kv, p->d_v, &out->v) || !nw_mul(rows_q, p->d_v, &out->c))
         return 0;
-    out->c = 0;
-    if (p->w_o != NULL && !nw_mul(rows_q, p->d_v, &out->c))
-        return 0;
+    if (p->w_o == NULL)
+        out->c = 0; /* the heads go straight into Y */
+    out->temp = nw_attention_projection_floats(p, a->batch, a->t_q, a->t_kv);
     return 1;
+}
+
+size_t nw_attention_projection_floats(const nwattn_attention_params *p, size_t batch, size_t t_q,
+                                      size_t t_kv) {
+    /* Only called once these products are known to fit (nw_attention_saved_layout). */
+    const size_t sizes[4] = {batch * t_q * p->d_qk, batch * t_kv * p->d_qk,
+                             batch * t_kv * p->d_v, batch * t_q * p->d_v};
+    size_t largest = 0;
+    for (int i = 0; i < 4; i++)
+        largest = sizes[i] > largest ? sizes[i] : largest;
+    return largest;
+}
+
+void nw_attention_to_heads(size_t rows, size_t heads, size_t width, const float *src,
+                           float *dst) {
+    const size_t dh = width / heads;
+    for (size_t h = 0; h < heads; h++)
+        for (size_t r = 0; r < rows; r++)
+            memcpy(dst + (h * rows + r) * dh, src + r * width + h * dh, dh * sizeof(float));
+}
+
+void nw_attention_from_heads(size_t rows, size_t heads, size_t width, const float *src,
+                             float *dst) {
+    const size_t dh = width / heads;
+    for (size_t r = 0; r < rows; r++)
+        for (size_t h = 0; h < heads; h++)
+            memcpy(dst + r * width + h * dh, src + (h * rows + r) * dh, dh * sizeof(float));
 }
 
 void nw_attention_aim_pool(const nw_attention_args *a, nw_pool_args *pool, const float *q,
@@ -29,9 +60,10 @@ void nw_attention_aim_pool(const nw_attention_args *a, nw_pool_args *pool, const
                            size_t stride_o) {
     const nwattn_attention_params *p = a->params;
     const size_t dh = p->d_qk / p->heads, dvh = p->d_v / p->heads;
-    pool->q = q, pool->ldq = p->d_qk, pool->stride_q = a->t_q * p->d_qk, pool->hstride_q = dh;
-    pool->k = k, pool->ldk = p->d_qk, pool->stride_k = a->t_kv * p->d_qk, pool->hstride_k = dh;
-    pool->v = v, pool->ldv = p->d_v, pool->stride_v = a->t_kv * p->d_v, pool->hstride_v = dvh;
+    const size_t tq = a->t_q, tkv = a->t_kv, items = a->batch;
+    pool->q = q, pool->ldq = dh, pool->stride_q = tq * dh, pool->hstride_q = items * tq * dh;
+    pool->k = k, pool->ldk = dh, pool->stride_k = tkv * dh, pool->hstride_k = items * tkv * dh;
+    pool->v = v, pool->ldv = dvh, pool->stride_v = tkv * dvh, pool->hstride_v = items * tkv * dvh;
     pool->o = o, pool->ldo = ldo, pool->stride_o = stride_o, pool->hstride_o = dvh;
 }
 
@@ -50,8 +82,8 @@ size_t nw_attention_workspace(const nw_pooling *pooling, nw_attention_args *a,
         return SIZE_MAX;
     aim_pool(a, NULL, NULL, NULL, NULL); /* the pooling's needs depend on the shapes only */
     size_t pool_bytes = nw_pooling_workspace(pooling, &a->pool, threads), total = 0;
-    const size_t pieces[4] = {f.q, f.k, f.v, f.c};
-    for (int i = 0; i < 4; i++) {
+    const size_t pieces[5] = {f.q, f.k, f.v, f.c, f.temp};
+    for (int i = 0; i < 5; i++) {
         size_t bytes;
         if (!nw_mul(pieces[i], sizeof(float), &bytes) || !nw_add(total, nw_round_up(bytes), &total))
             return SIZE_MAX;
@@ -78,14 +110,19 @@ static void project(const nw_kernels *kernels, nw_workers *workers, size_t batch
 }
 
 void nw_attention_project_inputs(const nw_kernels *kernels, nw_workers *workers,
-                                 const nw_attention_args *a, float *q, float *k, float *v) {
+                                 const nw_attention_args *a, float *q, float *k, float *v,
+                                 float *temp) {
     const nwattn_attention_params *p = a->params;
-    project(kernels, workers, a->batch, a->t_q, p->d_qk, p->d_q_in, a->x_q, p->w_q, p->b_q, q,
-            p->d_qk, a->t_q * p->d_qk);
-    project(kernels, workers, a->batch, a->t_kv, p->d_qk, p->d_k_in, a->x_k, p->w_k, p->b_k, k,
-            p->d_qk, a->t_kv * p->d_qk);
-    project(kernels, workers, a->batch, a->t_kv, p->d_v, p->d_v_in, a->x_v, p->w_v, p->b_v, v,
-            p->d_v, a->t_kv * p->d_v);
+    const size_t rq = a->batch * a->t_q, rkv = a->batch * a->t_kv;
+    project(kernels, workers, a->batch, a->t_q, p->d_qk, p->d_q_in, a->x_q, p->w_q, p->b_q,
+            temp, p->d_qk, a->t_q * p->d_qk);
+    nw_attention_to_heads(rq, p->heads, p->d_qk, temp, q);
+    project(kernels, workers, a->batch, a->t_kv, p->d_qk, p->d_k_in, a->x_k, p->w_k, p->b_k,
+            temp, p->d_qk, a->t_kv * p->d_qk);
+    nw_attention_to_heads(rkv, p->heads, p->d_qk, temp, k);
+    project(kernels, workers, a->batch, a->t_kv, p->d_v, p->d_v_in, a->x_v, p->w_v, p->b_v,
+            temp, p->d_v, a->t_kv * p->d_v);
+    nw_attention_to_heads(rkv, p->heads, p->d_v, temp, v);
 }
 
 int nw_attention_saved_layout(const nwattn_attention_params *p, size_t batch, size_t t_q,
@@ -111,7 +148,43 @@ size_t nw_attention_save_workspace(const nw_pooling *pooling, nw_attention_args 
                                    size_t threads) {
     nw_attention_aim_pool(a, &a->pool, NULL, NULL, NULL, NULL, a->params->d_v,
                           a->t_q * a->params->d_v); /* the needs depend on the shapes only */
-    return nw_pooling_workspace(pooling, &a->pool, threads);
+    const size_t pool_bytes = nw_pooling_workspace(pooling, &a->pool, threads);
+    size_t temp, total;
+    if (pool_bytes == SIZE_MAX ||
+        !nw_mul(nw_attention_projection_floats(a->params, a->batch, a->t_q, a->t_kv),
+                sizeof(float), &temp) ||
+        !nw_add(nw_round_up(temp), pool_bytes, &total))
+        return SIZE_MAX;
+    return total;
+}
+
+/* The pooling of every head into temp, head by head (dense blocks), then the heads side by side
+ * into c (row pitch d_v): the concatenation the output projection reads. */
+static void pool_heads(const nw_pooling *pooling, nw_attention_args *a, const float *q,
+                       const float *k, const float *v, float *c, float *temp,
+                       void *pool_scratch, nw_workers *workers) {
+    const nwattn_attention_params *p = a->params;
+    const size_t dvh = p->d_v / p->heads, rows = a->batch * a->t_q;
+    nw_attention_aim_pool(a, &a->pool, q, k, v, temp, dvh, a->t_q * dvh);
+    a->pool.hstride_o = rows * dvh;
+    nw_pooling_exec(pooling, &a->pool, pool_scratch, workers);
+    nw_attention_from_heads(rows, p->heads, p->d_v, temp, c);
+}
+
+/* Y from the concatenated heads: the output projection, or C itself. */
+static void output(const nw_pooling *pooling, const nw_attention_args *a, const float *c,
+                   nw_workers *workers) {
+    const nwattn_attention_params *p = a->params;
+    if (p->w_o != NULL) {
+        const nw_seq concat = {c, p->d_v, a->t_q * p->d_v};
+        project(pooling->kernels, workers, a->batch, a->t_q, p->d_out, p->d_v, concat, p->w_o,
+                p->b_o, a->y, a->ldy, a->stride_y);
+        return;
+    }
+    for (size_t b = 0; b < a->batch; b++)
+        for (size_t r = 0; r < a->t_q; r++)
+            memcpy(a->y + b * a->stride_y + r * a->ldy, c + (b * a->t_q + r) * p->d_v,
+                   p->d_v * sizeof(float));
 }
 
 void nw_attention_run_saved(const nw_pooling *pooling, nw_attention_args *a, float *saved,
@@ -120,40 +193,35 @@ void nw_attention_run_saved(const nw_pooling *pooling, nw_attention_args *a, flo
     nw_saved_layout l;
     nw_attention_saved_layout(p, a->batch, a->t_q, a->t_kv, &l); /* checked by the caller */
     float *q = saved, *k = q + l.q, *v = k + l.k, *c = v + l.v, *lse = c + l.c;
-    nw_attention_project_inputs(pooling->kernels, workers, a, q, k, v);
-    nw_attention_aim_pool(a, &a->pool, q, k, v, c, p->d_v, a->t_q * p->d_v);
+    float *temp = workspace;
+    void *pool_scratch =
+        temp + nw_round_up(nw_attention_projection_floats(p, a->batch, a->t_q, a->t_kv) *
+                           sizeof(float)) / sizeof(float);
+    nw_attention_project_inputs(pooling->kernels, workers, a, q, k, v, temp);
     /* lse as (batch, heads, t_q), nwattn_pool's layout */
     a->pool.lse = lse, a->pool.stride_lse = p->heads * a->t_q, a->pool.hstride_lse = a->t_q;
-    nw_pooling_exec(pooling, &a->pool, workspace, workers);
-    const nw_seq concat = {c, p->d_v, a->t_q * p->d_v};
-    if (p->w_o != NULL) {
-        project(pooling->kernels, workers, a->batch, a->t_q, p->d_out, p->d_v, concat, p->w_o,
-                p->b_o, a->y, a->ldy, a->stride_y);
-        return;
-    }
-    for (size_t b = 0; b < a->batch; b++) /* Y is C itself */
-        for (size_t r = 0; r < a->t_q; r++)
-            memcpy(a->y + b * a->stride_y + r * a->ldy, c + (b * a->t_q + r) * p->d_v,
-                   p->d_v * sizeof(float));
+    pool_heads(pooling, a, q, k, v, c, temp, pool_scratch, workers);
+    output(pooling, a, c, workers);
 }
 
 void nw_attention_run(const nw_pooling *pooling, nw_attention_args *a, void *workspace,
                       nw_workers *workers) {
     const nwattn_attention_params *p = a->params;
-    layout f = {0, 0, 0, 0};
+    layout f = {0, 0, 0, 0, 0};
     buffer_floats(a, &f); /* cannot fail: the workspace was sized with it */
     float *q = workspace;
     float *k = q + nw_round_up(f.q * sizeof(float)) / sizeof(float);
     float *v = k + nw_round_up(f.k * sizeof(float)) / sizeof(float);
     float *c = v + nw_round_up(f.v * sizeof(float)) / sizeof(float);
-    void *pool_scratch = c + nw_round_up(f.c * sizeof(float)) / sizeof(float);
+    float *temp = c + nw_round_up(f.c * sizeof(float)) / sizeof(float);
+    void *pool_scratch = temp + nw_round_up(f.temp * sizeof(float)) / sizeof(float);
 
-    nw_attention_project_inputs(pooling->kernels, workers, a, q, k, v);
-    aim_pool(a, q, k, v, c);
-    nw_pooling_exec(pooling, &a->pool, pool_scratch, workers);
-    if (p->w_o != NULL) {
-        const nw_seq concat = {c, p->d_v, a->t_q * p->d_v};
-        project(pooling->kernels, workers, a->batch, a->t_q, p->d_out, p->d_v, concat, p->w_o,
-                p->b_o, a->y, a->ldy, a->stride_y);
+    nw_attention_project_inputs(pooling->kernels, workers, a, q, k, v, temp);
+    if (p->w_o == NULL) { /* the heads straight into Y, the caller's layout */
+        aim_pool(a, q, k, v, c);
+        nw_pooling_exec(pooling, &a->pool, pool_scratch, workers);
+        return;
     }
+    pool_heads(pooling, a, q, k, v, c, temp, pool_scratch, workers);
+    output(pooling, a, c, workers);
 }

@@ -50,10 +50,22 @@ size_t nw_attention_save_workspace(const nw_pooling *pooling, nw_attention_args 
 void nw_attention_run_saved(const nw_pooling *pooling, nw_attention_args *args, float *saved,
                             void *workspace, nw_workers *workers);
 
-/* The projections Q, K, V of the three sequences into buffers laid out (batch·t) × width. */
+/* The projections Q, K, V of the three sequences, head by head (attention.c): heads ×
+ * (batch·t) × width/heads; temp holds nw_attention_projection_floats floats. */
 void nw_attention_project_inputs(const nw_kernels *kernels, nw_workers *workers,
-                                 const nw_attention_args *a, float *q, float *k, float *v);
-/* Points pool at those buffers (head h: a column slice) with the output at o. */
+                                 const nw_attention_args *a, float *q, float *k, float *v,
+                                 float *temp);
+/* The largest of the three projections and the concatenated heads, in floats (sizes known to
+ * fit): the working buffer projections and pooled heads pass through. */
+size_t nw_attention_projection_floats(const nwattn_attention_params *p, size_t batch, size_t t_q,
+                                      size_t t_kv);
+/* rows × width (heads side by side) to heads × rows × width/heads, and back. */
+void nw_attention_to_heads(size_t rows, size_t heads, size_t width, const float *src,
+                           float *dst);
+void nw_attention_from_heads(size_t rows, size_t heads, size_t width, const float *src,
+                             float *dst);
+/* Points pool at those buffers (head h of item b: a dense block) with the output at o
+ * (rows × heads·dvh, heads side by side, row pitch ldo). */
 void nw_attention_aim_pool(const nw_attention_args *a, nw_pool_args *pool, const float *q,
                            const float *k, const float *v, float *o, size_t ldo,
                            size_t stride_o);

@@ -10,7 +10,8 @@
 #include "score/score_grad.h"
 
 /* Floats of the buffers, in the order they are carved. */
-enum { BUF_Q, BUF_K, BUF_V, BUF_C, BUF_LSE, BUF_DC, BUF_DQ, BUF_DK, BUF_DV, BUF_PARAM, BUFS };
+enum { BUF_Q, BUF_K, BUF_V, BUF_C, BUF_LSE, BUF_DC, BUF_DQ, BUF_DK, BUF_DV, BUF_PARAM, BUF_TEMP,
+       BUF_CH, BUF_DCH, BUFS };
 
 static int buffer_floats(const nw_attention_bwd_args *a, size_t out[BUFS]) {
     const nwattn_attention_params *p = a->f.params;
@@ -24,6 +25,8 @@ static int buffer_floats(const nw_attention_bwd_args *a, size_t out[BUFS]) {
     out[BUF_LSE] = heads_rows;
     out[BUF_DC] = out[BUF_C];
     out[BUF_DQ] = out[BUF_Q], out[BUF_DK] = out[BUF_K], out[BUF_DV] = out[BUF_V];
+    out[BUF_TEMP] = nw_attention_projection_floats(p, a->f.batch, a->f.t_q, a->f.t_kv);
+    out[BUF_CH] = out[BUF_DCH] = out[BUF_C];
     return 1;
 }
 
@@ -37,21 +40,26 @@ static nw_backward_args head_args(const nw_attention_bwd_args *a, const nw_saved
     nw_backward_args b = {
         .simd = pool->simd, .score = pool->score, .mask = pool->mask,
         .batch = a->f.batch, .m = tq, .n = tkv, .d = dh, .dv = dvh,
-        .ldq = p->d_qk, .stride_q = tq * p->d_qk,
-        .ldk = p->d_qk, .stride_k = tkv * p->d_qk,
-        .ldv = p->d_v, .stride_v = tkv * p->d_v,
-        .ldo = p->d_v, .stride_o = tq * p->d_v,
+        /* Q, K, V and their gradients head by head, dense (attention.c); C and dC heads
+         * side by side. */
+        .ldq = dh, .stride_q = tq * dh,
+        .ldk = dh, .stride_k = tkv * dh,
+        .ldv = dvh, .stride_v = tkv * dvh,
+        .ldo = dvh, .stride_o = tq * dvh,
         .stride_lse = p->heads * tq,
-        .ld_do = p->d_v, .stride_d_o = tq * p->d_v,
-        .ld_gq = p->d_qk, .stride_gq = tq * p->d_qk,
-        .ld_gk = p->d_qk, .stride_gk = tkv * p->d_qk,
-        .ld_gv = p->d_v, .stride_gv = tkv * p->d_v,
+        .ld_do = dvh, .stride_d_o = tq * dvh,
+        .ld_gq = dh, .stride_gq = tq * dh,
+        .ld_gk = dh, .stride_gk = tkv * dh,
+        .ld_gv = dvh, .stride_gv = tkv * dvh,
     };
     if (buf == NULL)
         return b;
-    b.q = in->q + h * dh, b.k = in->k + h * dh, b.v = in->v + h * dvh;
-    b.o = in->c + h * dvh, b.lse = in->lse + h * tq, b.d_o = buf[BUF_DC] + h * dvh;
-    b.gq = buf[BUF_DQ] + h * dh, b.gk = buf[BUF_DK] + h * dh, b.gv = buf[BUF_DV] + h * dvh;
+    const size_t rq = a->f.batch * tq, rkv = a->f.batch * tkv; /* rows of a head's block */
+    b.q = in->q + h * rq * dh, b.k = in->k + h * rkv * dh, b.v = in->v + h * rkv * dvh;
+    b.o = buf[BUF_CH] + h * rq * dvh, b.lse = in->lse + h * tq;
+    b.d_o = buf[BUF_DCH] + h * rq * dvh;
+    b.gq = buf[BUF_DQ] + h * rq * dh, b.gk = buf[BUF_DK] + h * rkv * dh;
+    b.gv = buf[BUF_DV] + h * rkv * dvh;
     b.dparam = buf[BUF_PARAM] + h * nw_grad_params(&b.score, dh);
     const nwattn_attention_grads *g = a->grads;
     if (g->d_additive != NULL) { /* the heads share the mask: each adds its dS after head 0 */
@@ -173,7 +181,7 @@ void nw_attention_backward_run(const nw_pooling *pooling, nw_attention_bwd_args 
         in = nw_attention_saved_view(&layout, a->saved);
     } else { /* the forward, keeping C and lse */
         nw_attention_project_inputs(kernels, workers, &a->f, buf[BUF_Q], buf[BUF_K],
-                                    buf[BUF_V]);
+                                    buf[BUF_V], buf[BUF_TEMP]);
         nw_pool_args pool = a->f.pool;
         nw_attention_aim_pool(&a->f, &pool, buf[BUF_Q], buf[BUF_K], buf[BUF_V], buf[BUF_C],
                               p->d_v, tq * p->d_v);
@@ -198,6 +206,8 @@ void nw_attention_backward_run(const nw_pooling *pooling, nw_attention_bwd_args 
                        p->d_v * sizeof(float));
     }
 
+    nw_attention_to_heads(batch * tq, p->heads, p->d_v, in.c, buf[BUF_CH]);
+    nw_attention_to_heads(batch * tq, p->heads, p->d_v, buf[BUF_DC], buf[BUF_DCH]);
     /* Each head's pooling backward, one after the other (each spreads over the workers). */
     for (size_t h = 0; h < p->heads; h++) {
         const nw_backward_args head = head_args(a, &in, buf, h);
@@ -216,10 +226,15 @@ void nw_attention_backward_run(const nw_pooling *pooling, nw_attention_bwd_args 
         g->d_score[l] = (float)sum;
     }
 
-    projection_grads(kernels, batch, tq, p->d_qk, p->d_q_in, buf[BUF_DQ], a->f.x_q, p->w_q,
-                     g->dw_q, g->db_q, g->dx_q, g->ld_dx_q, g->stride_dx_q);
-    projection_grads(kernels, batch, tkv, p->d_qk, p->d_k_in, buf[BUF_DK], a->f.x_k, p->w_k,
-                     g->dw_k, g->db_k, g->dx_k, g->ld_dx_k, g->stride_dx_k);
-    projection_grads(kernels, batch, tkv, p->d_v, p->d_v_in, buf[BUF_DV], a->f.x_v, p->w_v,
-                     g->dw_v, g->db_v, g->dx_v, g->ld_dx_v, g->stride_dx_v);
+    /* Each projection's gradient with its heads side by side again, then its products. */
+    float *t = buf[BUF_TEMP];
+    nw_attention_from_heads(batch * tq, p->heads, p->d_qk, buf[BUF_DQ], t);
+    projection_grads(kernels, batch, tq, p->d_qk, p->d_q_in, t, a->f.x_q, p->w_q, g->dw_q,
+                     g->db_q, g->dx_q, g->ld_dx_q, g->stride_dx_q);
+    nw_attention_from_heads(batch * tkv, p->heads, p->d_qk, buf[BUF_DK], t);
+    projection_grads(kernels, batch, tkv, p->d_qk, p->d_k_in, t, a->f.x_k, p->w_k, g->dw_k,
+                     g->db_k, g->dx_k, g->ld_dx_k, g->stride_dx_k);
+    nw_attention_from_heads(batch * tkv, p->heads, p->d_v, buf[BUF_DV], t);
+    projection_grads(kernels, batch, tkv, p->d_v, p->d_v_in, t, a->f.x_v, p->w_v, g->dw_v,
+                     g->db_v, g->dx_v, g->ld_dx_v, g->stride_dx_v);
 }
