@@ -513,7 +513,8 @@ typedef struct nwattn_attention_params {
     const float *w_k;             /* d_qk × d_k_in */
     const float *w_v;             /* d_v × d_v_in */
     const float *w_o;             /* d_out × d_v, or NULL: no output projection */
-    const float *b_q, *b_k, *b_v, *b_o; /* NULL (no bias) or d_qk, d_qk, d_v, d_out floats */
+    const float *b_q, *b_k, *b_v, *b_o; /* NULL (no bias) or d_qk, d_qk, d_v, d_out floats;
+                                         * b_o without w_o is NWATTN_ERR_BAD_PARAMETER */
 } nwattn_attention_params;
 
 /* Y_b = attention of the batch item's query sequence X_q (t_q × d_q_in) over its key and

@@ -54,6 +54,10 @@ nwattn_status nw_attention_check_inputs(nw_call *call, const nwattn_attention_pa
     NW_TRY(check_weight(call, "params.b_v", p->b_v, 1, p->d_v, 1));
     if (p->w_o != NULL)
         NW_TRY(check_weight(call, "params.b_o", p->b_o, 1, p->d_out, 1));
+    else if (p->b_o != NULL) /* a bias the layer would ignore: the caller meant something */
+        return nw_fail(ctx, NWATTN_ERR_BAD_PARAMETER,
+                       "params.b_o is set but the layer has no output projection (params.w_o "
+                       "is NULL)");
     if (score == NULL)
         a->pool.score = (nw_score){&nw_score_dot, NWATTN_SCORE_DOT,
                                    (float)(1.0 / sqrt((double)dh)), 0.0f, NULL};

@@ -385,6 +385,14 @@ static void test_attention_errors(void **state) {
     assert_int_equal(nwattn_attention(ctx, &l.p, NULL, &mask, 1, 3, 3, x, 4, 0, x, 4, 0, x, 4, 0,
                                       y, 3, 0, NULL, 0, 0),
                      NWATTN_ERR_BAD_MASK);
+    /* A bias of the output projection without one: refused, not silently ignored (a fuzzed
+     * y over such an ignored b_o was written where the caller's bias lay). */
+    float b_o[3] = {0.0f, 0.0f, 0.0f}, y_concat[3 * 4];
+    p = l.p, p.w_o = NULL, p.b_o = b_o;
+    assert_int_equal(nwattn_attention(ctx, &p, NULL, NULL, 1, 3, 3, x, 4, 0, x, 4, 0, x, 4, 0,
+                                      y_concat, 4, 0, NULL, 0, 0),
+                     NWATTN_ERR_BAD_PARAMETER);
+    assert_true(strstr(nwattn_context_last_error(ctx), "b_o") != NULL);
     for (int i = 0; i < 9; i++)
         assert_true(y[i] == 42.0f); /* untouched */
 #undef CALL

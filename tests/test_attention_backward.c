@@ -297,7 +297,7 @@ static void bad_inputs(void **state) {
     assert_int_equal(CALL(&p, NULL, &gs), NWATTN_ERR_NULL_POINTER);
     assert_non_null(strstr(nwattn_context_last_error(ctx), "dy"));
     nwattn_attention_params no_wo = p;
-    no_wo.w_o = NULL;
+    no_wo.w_o = NULL, no_wo.b_o = NULL;
     float dy_concat[B * TQ * DV] = {0}; /* without w_o dY is d_v wide */
     assert_int_equal(nwattn_attention_backward(ctx, &no_wo, NULL, NULL, B, TQ, TKV,
                                                &l->xq[0][0][0], DQIN, TQ * DQIN,

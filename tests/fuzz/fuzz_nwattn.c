@@ -327,11 +327,14 @@ static void fuzz_saved_floats(at_src *src) {
                                                            &floats);
     const int valid = p.heads > 0 && p.d_qk > 0 && p.d_v > 0 && p.d_qk % p.heads == 0 &&
                       p.d_v % p.heads == 0;
-    int ok = 1;
+    int ok = 1; /* the header's five parts: Q, K, V, C, lse */
     const size_t rq = mul_ok(batch, t_q, &ok), rkv = mul_ok(batch, t_kv, &ok);
-    const size_t width = add_ok(p.d_qk, p.d_v, &ok);
-    size_t want = add_ok(mul_ok(rq, width, &ok), mul_ok(rkv, width, &ok), &ok);
-    want = add_ok(want, mul_ok(rq, p.heads, &ok), &ok);
+    const size_t parts[5] = {mul_ok(rq, p.d_qk, &ok), mul_ok(rkv, p.d_qk, &ok),
+                             mul_ok(rkv, p.d_v, &ok), mul_ok(rq, p.d_v, &ok),
+                             mul_ok(rq, p.heads, &ok)};
+    size_t want = 0;
+    for (int i = 0; i < 5; i++)
+        want = add_ok(want, parts[i], &ok);
     const nwattn_status expect = !valid ? NWATTN_ERR_BAD_DIMENSION
                                  : ok   ? NWATTN_OK
                                         : NWATTN_ERR_OVERFLOW;
