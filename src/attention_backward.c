@@ -1,7 +1,9 @@
 /* The attention layer's backward pass (nwattn_attention_backward): the forward again into
- * working memory (projections Q, K, V laid out as attention.c does, the concatenated heads C
- * and each head's lse), or those activations as nwattn_attention_save kept them, then the output projection's gradients, each head's pooling backward
- * (backward.h) on column slices of the buffers, and the input projections' gradients. */
+ * working memory (Q, K, V head by head as attention.c lays them out, the concatenated heads C
+ * and each head's lse), or those activations as nwattn_attention_save kept them; then the
+ * output projection's gradients, dense per-head copies of C and dC, each head's pooling
+ * backward (backward.h) on dense blocks, and the input projections' gradients with their
+ * heads side by side again. */
 #include <string.h>
 
 #include "attention_backward.h"
