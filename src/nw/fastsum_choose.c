@@ -69,8 +69,8 @@ nwattn_status nw_select_path(nwattn_context *ctx, const nw_model *model, size_t 
     case NWATTN_NW_METHOD_FASTSUM:
         if (!can)
             return nw_fail(ctx, NWATTN_ERR_BAD_PARAMETER,
-                           "NWATTN_NW_METHOD_FASTSUM needs d == 1, a Laplace-family kernel and "
-                           "no weights output (d = %zu, kernel %d)",
+                           "NWATTN_NW_METHOD_FASTSUM needs d == 1, the Gaussian or a "
+                           "Laplace-family kernel and no weights output (d = %zu, kernel %d)",
                            model->d, (int)model->kernel);
         *path = NW_PATH_FASTSUM;
         return NWATTN_OK;

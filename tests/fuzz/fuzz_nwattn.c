@@ -8,7 +8,12 @@
  *   valid      REFERENCE, BLAS, FUSED (with 1 to 3 workers) and AUTO must return the same
  *              status; on success none may write outside its output elements, and with moderate
  *              data and parameters each must agree with REFERENCE within the documented
- *              accuracy (the table's `agree` functions);
+ *              accuracy (the table's `agree` functions); the fast backends take the
+ *              regression rows' method (AUTO, DIRECT or FASTSUM: the byte after the case) so
+ *              that the fast kernel sums are fuzzed too, AUTO alone choosing them only for large
+ *              n; a FASTSUM the call cannot take (d > 1, a compact kernel, a weights output)
+ *              must be refused with NWATTN_ERR_BAD_PARAMETER and untouched buffers, and the
+ *              backend then runs DIRECT;
  *   raw params the same with the score's scale and bandwidth taken as raw float bits (often
  *              invalid: then both must fail alike and leave every buffer untouched);
  *   bad input  a class and variant of the bad-input matrix (at_bad.c) applied to the case, when
@@ -58,7 +63,22 @@ static float raw_float(at_src *src) {
     return x;
 }
 
-static void run_valid(at_case *ref, int compare, size_t threads) {
+/* A fast backend's call under the regression method `method`. FASTSUM where the call cannot
+ * take it is refused (NWATTN_ERR_BAD_PARAMETER, nothing written) while REFERENCE, which
+ * ignores the method, succeeds; the backend then runs DIRECT. */
+static nwattn_status invoke_fast(int b, at_case *c, nwattn_nw_method method, nwattn_status sr) {
+    nwattn_context_set_nw_method(ctx[b], method);
+    nwattn_status sf = at_case_invoke(ctx[b], c);
+    if (method == NWATTN_NW_METHOD_FASTSUM && sf == NWATTN_ERR_BAD_PARAMETER && sr == NWATTN_OK) {
+        check(at_case_unchanged(c, "FASTSUM refused"), "refused FASTSUM but wrote");
+        nwattn_context_set_nw_method(ctx[b], NWATTN_NW_METHOD_DIRECT);
+        sf = at_case_invoke(ctx[b], c);
+    }
+    nwattn_context_set_nw_method(ctx[b], NWATTN_NW_METHOD_AUTO);
+    return sf;
+}
+
+static void run_valid(at_case *ref, int compare, size_t threads, nwattn_nw_method method) {
     nwattn_context_set_threads(ctx[AT_B_FUSED], threads);
     /* Copies first: a call may update its in-out operands (a merged state). */
     at_case fast[AT_BACKENDS];
@@ -73,7 +93,7 @@ static void run_valid(at_case *ref, int compare, size_t threads) {
     else
         check(at_case_unchanged(ref, "REFERENCE"), "REFERENCE failed but wrote");
     for (int b = AT_B_REF + 1; b < AT_BACKENDS; b++) {
-        const nwattn_status sf = at_case_invoke(ctx[b], &fast[b]);
+        const nwattn_status sf = invoke_fast(b, &fast[b], method, sr);
         if (sf != sr)
             fprintf(stderr, "REFERENCE: %s\n%s: %s\n", nwattn_context_last_error(ctx[AT_B_REF]),
                     at_backend_names[b], nwattn_context_last_error(ctx[b]));
@@ -390,7 +410,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     switch (mode) {
     case 0:
     case 1:
-        run_valid(&c, moderate, threads);
+        /* read last, so that an input that ends with its case keeps AUTO, as before */
+        run_valid(&c, moderate, threads, (nwattn_nw_method)at_src_below(&src, 3));
         break;
     case 2:
         run_bad(&c, &src);
