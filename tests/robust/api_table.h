@@ -93,7 +93,8 @@ enum {
     AT_HAS_LD = 1u << 0,     /* passed with a leading dimension */
     AT_HAS_STRIDE = 1u << 1, /* passed with a batch stride */
     AT_BLAS = 1u << 2,       /* its leading dimension reaches a BLAS call (TOO_LARGE > INT_MAX) */
-    AT_SHARED_STRIDE = 1u << 3 /* passed with the previous operand's stride (state.max, .sum) */
+    AT_SHARED_STRIDE = 1u << 3, /* passed with the previous operand's stride (state.max, .sum) */
+    AT_NULL_IF_EMPTY = 1u << 4  /* may be NULL when it has no elements (the header says so) */
 };
 
 typedef struct at_case at_case;
