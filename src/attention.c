@@ -1,30 +1,49 @@
-/* Attention layers: X·W^T + b projections, then each projection rearranged head by head
- * (heads × batch·t × width/heads, so that head h of item b is a dense block: pointer +
- * (h·batch + b)·t·width/heads, pitch width/heads). Dense blocks matter: a head's columns of
- * the (batch·t) × width projection are rows 2 KiB apart at width 512, which fall into a few
- * L1 sets and made the pooling of an 8 × 512 × 512, 8-head layer half as slow again (its
- * backward too). The pooling runs over batch × heads items, writes the concatenated heads
- * (batch·t) × d_v for the output projection. */
+/* Attention layers: X·W^T + b projections, the pooling of every head (batch × heads items),
+ * the output projection of the concatenated heads (batch·t) × d_v.
+ *
+ * Two layouts of the projections. nwattn_attention keeps them as the projections write them,
+ * heads side by side in padded rows (row_pitch), and the pooling reads each head as a column
+ * slice. nwattn_attention_save keeps them head by head (heads × batch·t × width/heads: head h of
+ * item b is a dense block at (h·batch + b)·t·width/heads, pitch width/heads), the layout its
+ * backward reads them in and nwattn.h documents; they pass through one working buffer to be
+ * rearranged. Either way a head's rows never sit a power of two apart: at width 512 they would
+ * be 2 KiB apart, fall into a few L1 sets and make the pooling of an 8 × 512 × 512, 8-head
+ * layer half as slow again (its backward too). The two give the same bits (the same products
+ * on the same numbers; test_attention_backward's saved_same_bits). */
 #include <string.h>
 
 #include "attention.h"
 
-/* Floats of the buffers: Q and C (t_q rows), K and V (t_kv rows), and the projection before
- * it is rearranged (the largest of Q, K, V). */
+/* Row pitch of nwattn_attention's Q, K, V and C: rows of a whole even number of 64-byte lines
+ * get one more (width 512: 528 floats), an odd number of lines, so that consecutive rows start
+ * in different L1 sets (64 rows of a tile: 64 sets). Narrow or unaligned rows stay as they are.
+ * Saves the rearranging of nwattn_attention_save: 1.7 % of the 8 × 512 × 512, 8-head layer
+ * (one thread, Zen 4; the copies alone were 7 %, the column slices cost some of it back). */
+#define LINE_FLOATS ((size_t)16)
+
+static size_t row_pitch(size_t width) {
+    if (width < 4 * LINE_FLOATS || width % LINE_FLOATS != 0 || (width / LINE_FLOATS) % 2 != 0 ||
+        width > NW_BLAS_INT_MAX - LINE_FLOATS)
+        return width;
+    return width + LINE_FLOATS;
+}
+
+/* Floats of the buffers Q and C (t_q rows), K and V (t_kv rows) at their row pitches. */
 typedef struct layout {
-    size_t q, k, v, c, temp;
+    size_t q, k, v, c;
 } layout;
 
 static int buffer_floats(const nw_attention_args *a, layout *out) {
     const nwattn_attention_params *p = a->params;
     size_t rows_q, rows_kv;
     if (!nw_mul(a->batch, a->t_q, &rows_q) || !nw_mul(a->batch, a->t_kv, &rows_kv) ||
-        !nw_mul(rows_q, p->d_qk, &out->q) || !nw_mul(rows_kv, p->d_qk, &out->k) ||
-        !nw_mul(rows_kv, p->d_v, &out->v) || !nw_mul(rows_q, p->d_v, &out->c))
+        !nw_mul(rows_q, row_pitch(p->d_qk), &out->q) ||
+        !nw_mul(rows_kv, row_pitch(p->d_qk), &out->k) ||
+        !nw_mul(rows_kv, row_pitch(p->d_v), &out->v) ||
+        !nw_mul(rows_q, row_pitch(p->d_v), &out->c))
         return 0;
     if (p->w_o == NULL)
         out->c = 0; /* the heads go straight into Y */
-    out->temp = nw_attention_projection_floats(p, a->batch, a->t_q, a->t_kv);
     return 1;
 }
 
@@ -67,12 +86,21 @@ void nw_attention_aim_pool(const nw_attention_args *a, nw_pool_args *pool, const
     pool->o = o, pool->ldo = ldo, pool->stride_o = stride_o, pool->hstride_o = dvh;
 }
 
-/* Points the pooling at the buffers (or at y for the concatenated heads without w_o). */
-static void aim_pool(nw_attention_args *a, float *q, float *k, float *v, float *c) {
-    if (a->params->w_o != NULL)
-        nw_attention_aim_pool(a, &a->pool, q, k, v, c, a->params->d_v, a->t_q * a->params->d_v);
+/* Points the pooling at Q, K, V with heads side by side (row pitches as row_pitch), the
+ * output at C or, without w_o, at y. */
+static void aim_pool(nw_attention_args *a, const float *q, const float *k, const float *v,
+                     float *c) {
+    const nwattn_attention_params *p = a->params;
+    const size_t pq = row_pitch(p->d_qk), pv = row_pitch(p->d_v);
+    nw_pool_args *pool = &a->pool;
+    pool->q = q, pool->ldq = pq, pool->stride_q = a->t_q * pq, pool->hstride_q = p->d_qk / p->heads;
+    pool->k = k, pool->ldk = pq, pool->stride_k = a->t_kv * pq, pool->hstride_k = pool->hstride_q;
+    pool->v = v, pool->ldv = pv, pool->stride_v = a->t_kv * pv, pool->hstride_v = p->d_v / p->heads;
+    pool->hstride_o = pool->hstride_v;
+    if (p->w_o != NULL)
+        pool->o = c, pool->ldo = pv, pool->stride_o = a->t_q * pv;
     else
-        nw_attention_aim_pool(a, &a->pool, q, k, v, a->y, a->ldy, a->stride_y);
+        pool->o = a->y, pool->ldo = a->ldy, pool->stride_o = a->stride_y;
 }
 
 size_t nw_attention_workspace(const nw_pooling *pooling, nw_attention_args *a,
@@ -82,8 +110,8 @@ size_t nw_attention_workspace(const nw_pooling *pooling, nw_attention_args *a,
         return SIZE_MAX;
     aim_pool(a, NULL, NULL, NULL, NULL); /* the pooling's needs depend on the shapes only */
     size_t pool_bytes = nw_pooling_workspace(pooling, &a->pool, threads), total = 0;
-    const size_t pieces[5] = {f.q, f.k, f.v, f.c, f.temp};
-    for (int i = 0; i < 5; i++) {
+    const size_t pieces[4] = {f.q, f.k, f.v, f.c};
+    for (int i = 0; i < 4; i++) {
         size_t bytes;
         if (!nw_mul(pieces[i], sizeof(float), &bytes) || !nw_add(total, nw_round_up(bytes), &total))
             return SIZE_MAX;
@@ -207,21 +235,25 @@ void nw_attention_run_saved(const nw_pooling *pooling, nw_attention_args *a, flo
 void nw_attention_run(const nw_pooling *pooling, nw_attention_args *a, void *workspace,
                       nw_workers *workers) {
     const nwattn_attention_params *p = a->params;
-    layout f = {0, 0, 0, 0, 0};
+    layout f = {0, 0, 0, 0};
     buffer_floats(a, &f); /* cannot fail: the workspace was sized with it */
     float *q = workspace;
     float *k = q + nw_round_up(f.q * sizeof(float)) / sizeof(float);
     float *v = k + nw_round_up(f.k * sizeof(float)) / sizeof(float);
     float *c = v + nw_round_up(f.v * sizeof(float)) / sizeof(float);
-    float *temp = c + nw_round_up(f.c * sizeof(float)) / sizeof(float);
-    void *pool_scratch = temp + nw_round_up(f.temp * sizeof(float)) / sizeof(float);
-
-    nw_attention_project_inputs(pooling->kernels, workers, a, q, k, v, temp);
-    if (p->w_o == NULL) { /* the heads straight into Y, the caller's layout */
-        aim_pool(a, q, k, v, c);
-        nw_pooling_exec(pooling, &a->pool, pool_scratch, workers);
-        return;
+    void *pool_scratch = c + nw_round_up(f.c * sizeof(float)) / sizeof(float);
+    const size_t pq = row_pitch(p->d_qk), pv = row_pitch(p->d_v);
+    project(pooling->kernels, workers, a->batch, a->t_q, p->d_qk, p->d_q_in, a->x_q, p->w_q,
+            p->b_q, q, pq, a->t_q * pq);
+    project(pooling->kernels, workers, a->batch, a->t_kv, p->d_qk, p->d_k_in, a->x_k, p->w_k,
+            p->b_k, k, pq, a->t_kv * pq);
+    project(pooling->kernels, workers, a->batch, a->t_kv, p->d_v, p->d_v_in, a->x_v, p->w_v,
+            p->b_v, v, pv, a->t_kv * pv);
+    aim_pool(a, q, k, v, c);
+    nw_pooling_exec(pooling, &a->pool, pool_scratch, workers);
+    if (p->w_o != NULL) {
+        const nw_seq concat = {c, pv, a->t_q * pv};
+        project(pooling->kernels, workers, a->batch, a->t_q, p->d_out, p->d_v, concat, p->w_o,
+                p->b_o, a->y, a->ldy, a->stride_y);
     }
-    pool_heads(pooling, a, q, k, v, c, temp, pool_scratch, workers);
-    output(pooling, a, c, workers);
 }

@@ -253,6 +253,39 @@ static void test_multi_head_masks(void **state) {
     free_layer(&l);
 }
 
+/* Widths of whole even numbers of 64-byte lines (d_qk 64, d_v 96): nwattn_attention keeps the
+ * projections in rows padded by a line (attention.c row_pitch), nwattn_attention_save head by
+ * head. Both against the per-head loop, and bit for bit the same output. */
+static void test_padded_rows(void **state) {
+    (void)state;
+    at_rng r = {6};
+    const size_t batch = 2, tq = 37, tkv = 70, din = 40, dout = 24;
+    for (int out_proj = 0; out_proj < 2; out_proj++) {
+        layer l = make_layer(&r, 2, din, din, din, 32, 48, dout, 1, out_proj);
+        if (!out_proj)
+            l.p.b_o = NULL;
+        check_layer(&r, &l, NULL, NULL, batch, tq, tkv);
+        const size_t w = out_proj ? dout : l.p.d_v, sx = tq * din;
+        float *x = at_random(&r, batch * sx, -1.0f, 1.0f);
+        float *y1 = at_filled(batch * tq * w, 0.0f), *y2 = at_filled(batch * tq * w, 0.0f);
+        for (size_t bk = 0; bk < 4; bk++) {
+            nwattn_context *ctx = at_context(backends[bk], bk == 2 ? 3 : 1);
+            size_t floats = 0;
+            AT_OK(ctx, nwattn_attention_saved_floats(ctx, &l.p, batch, tq, tq, &floats));
+            float *saved = at_filled(floats, 0.0f);
+            AT_OK(ctx, nwattn_attention(ctx, &l.p, NULL, NULL, batch, tq, tq, x, din, sx, x, din,
+                                        sx, x, din, sx, y1, w, tq * w, NULL, 0, 0));
+            AT_OK(ctx, nwattn_attention_save(ctx, &l.p, NULL, NULL, batch, tq, tq, x, din, sx, x,
+                                             din, sx, x, din, sx, y2, w, tq * w, saved, floats));
+            assert_true(at_same_bits(y1, y2, batch * tq * w));
+            free(saved);
+            nwattn_context_destroy(ctx);
+        }
+        free(x), free(y1), free(y2);
+        free_layer(&l);
+    }
+}
+
 static void test_gaussian_heads(void **state) {
     (void)state;
     at_rng r = {3};
@@ -447,7 +480,7 @@ static void test_positional_encoding(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_pytorch_fixture),   cmocka_unit_test(test_multi_head_cross),
-        cmocka_unit_test(test_projection_blocks),
+        cmocka_unit_test(test_projection_blocks), cmocka_unit_test(test_padded_rows),
         cmocka_unit_test(test_multi_head_masks),  cmocka_unit_test(test_gaussian_heads),
         cmocka_unit_test(test_seed_self_attention), cmocka_unit_test(test_no_keys),
         cmocka_unit_test(test_attention_errors),  cmocka_unit_test(test_positional_encoding),
