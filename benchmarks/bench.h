@@ -38,6 +38,17 @@ typedef struct bench_stats {
 int bench_time(int (*fn)(void *arg), void *arg, int reps, double long_run, int settle,
                bench_stats *out);
 
+/* Paired rounds, for ratios on a machine whose speed drifts (a shared VM: the same cell
+ * measured 0.83 and 0.99 of its ceiling in two runs minutes apart): `rounds` rounds of a and
+ * b, alternating which goes first; before each timed call (with `settle`) a 0.25 s pause, for
+ * the other's thread pool to go idle, and unless a call is longer than long_run seconds one
+ * untimed call.
+ * Summarises the per-round ratios time(a) / time(b) (runs: the rounds). Fewer rounds where a
+ * round would be long: about 8 · long_run seconds in all, and at least three. Returns 0, or -1
+ * if a call failed. */
+int bench_paired(int (*a)(void *arg), void *arg_a, int (*b)(void *arg), void *arg_b, int rounds,
+                 double long_run, int settle, bench_stats *ratio);
+
 /* ---- Naive loops (bench_naive.c): plain C, expf, two passes, one thread ------------------- */
 /* Gaussian Nadaraya-Watson with bandwidth h: q m×d, k n×d, v n (one value per key). */
 void naive_nw(size_t m, size_t n, size_t d, float h, const float *q, const float *k,

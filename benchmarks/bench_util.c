@@ -110,6 +110,49 @@ int bench_time(int (*fn)(void *arg), void *arg, int reps, double long_run, int s
     return 0;
 }
 
+/* One timed call after the pause and (for short calls) an untimed one; -1 if a call failed. */
+static double paired_call(int (*fn)(void *arg), void *arg, double long_run, int settle,
+                          double last) {
+    const struct timespec pause = {0, (long)(SETTLE_S * 1e9)};
+    if (settle)
+        nanosleep(&pause, NULL);
+    if (last <= long_run && fn(arg) != 0)
+        return -1.0;
+    const double t = bench_now();
+    if (fn(arg) != 0)
+        return -1.0;
+    return bench_now() - t;
+}
+
+int bench_paired(int (*a)(void *arg), void *arg_a, int (*b)(void *arg), void *arg_b, int rounds,
+                 double long_run, int settle, bench_stats *ratio) {
+    double ratios[MAX_REPS], last_a = 0.0, last_b = 0.0;
+    int done = 0, limit = rounds < MAX_REPS ? rounds : MAX_REPS;
+    for (double spent = 0.0; done < limit; done++) {
+        if (done >= 3 && spent > 8.0 * long_run)
+            break;
+        const double start = bench_now();
+        if (done % 2 == 0) {
+            last_a = paired_call(a, arg_a, long_run, settle, last_a);
+            last_b = last_a < 0.0 ? -1.0 : paired_call(b, arg_b, long_run, settle, last_b);
+        } else {
+            last_b = paired_call(b, arg_b, long_run, settle, last_b);
+            last_a = last_b < 0.0 ? -1.0 : paired_call(a, arg_a, long_run, settle, last_a);
+        }
+        if (last_a < 0.0 || last_b < 0.0)
+            return -1;
+        ratios[done] = last_a / last_b;
+        spent += bench_now() - start;
+    }
+    qsort(ratios, (size_t)done, sizeof ratios[0], compare_doubles);
+    ratio->runs = done;
+    ratio->min = ratios[0];
+    ratio->max = ratios[done - 1];
+    ratio->median =
+        done % 2 ? ratios[done / 2] : 0.5 * (ratios[done / 2 - 1] + ratios[done / 2]);
+    return 0;
+}
+
 const char *bench_cpu_name(void) {
     static char name[128] = "unknown";
     FILE *f = fopen("/proc/cpuinfo", "r");

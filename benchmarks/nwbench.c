@@ -87,22 +87,30 @@ typedef struct result {
     double ceiling_rate; /* 0: no ceiling */
     double fast_s;    /* 0: no time of the -ffast-math loop at this thread count */
     double max_diff;  /* largest |output - check output|, NAN if not compared */
+    /* Paired rounds against the ceiling and the -ffast-math loop (bench_paired), as x ceil and
+     * x fast; runs 0: not measured. */
+    bench_stats pair_ceiling, pair_fast;
 } result;
 
 static bench_json json;
 
 static void report(const result *r) {
     const double rate = r->work / r->st.median / 1e9;
-    char naive[32] = "", ceiling[32] = "", fast[32] = "";
+    char naive[32] = "", ceiling[32] = "", fast[32] = "", pair_c[32] = "", pair_f[32] = "";
+    if (r->pair_ceiling.runs > 0)
+        snprintf(pair_c, sizeof pair_c, "%.2f", r->pair_ceiling.median);
+    if (r->pair_fast.runs > 0)
+        snprintf(pair_f, sizeof pair_f, "%.2fx", r->pair_fast.median);
     if (r->naive_s > 0)
         snprintf(naive, sizeof naive, "%.1fx", r->naive_s / r->st.median);
     if (r->fast_s > 0)
         snprintf(fast, sizeof fast, "%.2fx", r->fast_s / r->st.median);
     if (r->ceiling_rate > 0)
         snprintf(ceiling, sizeof ceiling, "%.2f", rate / r->ceiling_rate);
-    printf("%-6s %-24s %-10s %2zu %10.3f %10.3f %10.3f %9.2f %-7s %8s %7s %8s %9.2g %2d\n",
+    printf("%-6s %-24s %-10s %2zu %10.3f %10.3f %10.3f %9.2f %-7s %8s %7s %8s %9.2g %2d %7s %7s\n",
            r->workload, r->label, r->impl, r->threads, 1e3 * r->st.median, 1e3 * r->st.min,
-           1e3 * r->st.max, rate, r->unit, naive, fast, ceiling, r->max_diff, r->st.runs);
+           1e3 * r->st.max, rate, r->unit, naive, fast, ceiling, r->max_diff, r->st.runs, pair_f,
+           pair_c);
     fflush(stdout);
     char m[1024];
     int len = snprintf(m, sizeof m,
@@ -120,15 +128,24 @@ static void report(const result *r) {
     if (r->ceiling_rate > 0)
         len += snprintf(m + len, sizeof m - (size_t)len, ", \"vs_ceiling\": %.4g",
                         rate / r->ceiling_rate);
+    const bench_stats *pairs[2] = {&r->pair_fast, &r->pair_ceiling};
+    const char *pair_names[2] = {"vs_naive_fast_paired", "vs_ceiling_paired"};
+    for (int i = 0; i < 2; i++)
+        if (pairs[i]->runs > 0)
+            len += snprintf(m + len, sizeof m - (size_t)len,
+                            ", \"%s\": {\"median\": %.4g, \"min\": %.4g, \"max\": %.4g, "
+                            "\"rounds\": %d}",
+                            pair_names[i], pairs[i]->median, pairs[i]->min, pairs[i]->max,
+                            pairs[i]->runs);
     if (!isnan(r->max_diff))
         snprintf(m + len, sizeof m - (size_t)len, ", \"max_abs_diff\": %.3g", r->max_diff);
     bench_json_result(&json, m);
 }
 
 static void header(void) {
-    printf("%-6s %-24s %-10s %2s %10s %10s %10s %9s %-7s %8s %7s %8s %9s %2s\n", "load",
+    printf("%-6s %-24s %-10s %2s %10s %10s %10s %9s %-7s %8s %7s %8s %9s %2s %7s %7s\n", "load",
            "shape", "impl", "T", "median ms", "min ms", "max ms", "rate", "unit", "x naive",
-           "x fast", "x ceil", "max diff", "n");
+           "x fast", "x ceil", "max diff", "n", "pr fast", "pr ceil");
 }
 
 static double max_abs_diff(const float *a, const float *b, size_t count) {
@@ -156,6 +173,32 @@ static int measure(const options *o, result *r, int (*fn)(void *), void *arg, co
         return -1;
     r->max_diff = check ? max_abs_diff(out, check, count) : NAN;
     report(r);
+    return 0;
+}
+
+/* A call with OpenBLAS at a thread count: the ceilings run the BLAS's threads, the fused
+ * backend the context's (OpenBLAS at one). */
+typedef struct blas_call {
+    int (*fn)(void *arg);
+    void *arg;
+    int blas_threads;
+} blas_call;
+
+static int run_blas_call(void *arg) {
+    const blas_call *c = arg;
+    openblas_set_num_threads(c->blas_threads);
+    return c->fn(c->arg);
+}
+
+/* Paired rounds of `rival` and `ours` (bench_paired): the per-round time ratio rival / ours,
+ * scaled by `scale` (useful work over the rival's where they differ, as x ceil is), into out.
+ * The BLAS's thread count is left at ours. */
+static int pair(const options *o, blas_call rival, blas_call ours, double scale,
+                bench_stats *out) {
+    if (bench_paired(run_blas_call, &rival, run_blas_call, &ours, o->reps, o->long_run,
+                     !o->quick, out) != 0)
+        return -1;
+    out->median *= scale, out->min *= scale, out->max *= scale;
     return 0;
 }
 
@@ -298,11 +341,24 @@ static int pool_workload(const options *o, const char *workload, pool_case *c, c
             c->ctx = bench_context(backends[b], threads);
             if (c->ctx == NULL)
                 return -1;
-            openblas_set_num_threads(backends[b] == NWATTN_BACKEND_FUSED ? 1 : (int)threads);
+            const int fused = backends[b] == NWATTN_BACKEND_FUSED;
+            r.pair_ceiling.runs = r.pair_fast.runs = 0;
+            if (fused) { /* c->o is written again by the measurement below */
+                const blas_call ours = {run_nwattn_pool, c, 1};
+                const blas_call ceiling = {run_ceiling_pool, c, (int)threads};
+                const blas_call fast = {run_naive_fast_pool, c, 1};
+                if (pair(o, ceiling, ours, work / ceiling_work, &r.pair_ceiling) != 0 ||
+                    (fast_s > 0 && pair(o, fast, ours, 1.0, &r.pair_fast) != 0)) {
+                    nwattn_context_destroy(c->ctx);
+                    return -1;
+                }
+            }
+            openblas_set_num_threads(fused ? 1 : (int)threads);
             r.impl = backend_name(backends[b]), r.ceiling_rate = ceiling_rate;
             r.fast_s = fast_s;
             int rc = measure(o, &r, run_nwattn_pool, c, c->o, have_check ? check : NULL,
                              out_count);
+            r.pair_ceiling.runs = r.pair_fast.runs = 0;
             if (rc == 0 && !have_check) {
                 memcpy(check, c->o, out_count * sizeof(float));
                 have_check = 1;
@@ -686,10 +742,20 @@ static int mha(const options *o) {
             c.ctx = bench_context(backends[b], threads);
             if (c.ctx == NULL)
                 return -1;
+            r.pair_ceiling.runs = 0;
+            if (b == 1) { /* c.y is written again by the measurement below */
+                const blas_call ours = {run_nwattn_mha, &c, 1};
+                const blas_call ceiling = {run_ceiling_mha, &c, (int)threads};
+                if (pair(o, ceiling, ours, 1.0, &r.pair_ceiling) != 0) {
+                    nwattn_context_destroy(c.ctx);
+                    return -1;
+                }
+            }
             openblas_set_num_threads(b == 1 ? 1 : (int)threads);
             r.impl = b == 2 ? "fused-blas-T" : backend_name(backends[b]);
             r.ceiling_rate = ceiling_rate;
             int rc = measure(o, &r, run_nwattn_mha, &c, c.y, check, count);
+            r.pair_ceiling.runs = 0;
             nwattn_context_destroy(c.ctx);
             if (rc != 0)
                 return -1;
