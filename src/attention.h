@@ -51,14 +51,15 @@ void nw_attention_run_saved(const nw_pooling *pooling, nw_attention_args *args, 
                             void *workspace, nw_workers *workers);
 
 /* The projections Q, K, V of the three sequences, head by head (attention.c): heads ×
- * (batch·t) × width/heads; temp holds nw_attention_projection_floats floats. */
+ * (batch·t) × width/heads; temp holds nw_attention_temp_floats floats for workers->threads. */
 void nw_attention_project_inputs(const nw_kernels *kernels, nw_workers *workers,
                                  const nw_attention_args *a, float *q, float *k, float *v,
                                  float *temp);
-/* The largest of the three projections and the concatenated heads, in floats (sizes known to
- * fit): the working buffer projections and pooled heads pass through. */
-size_t nw_attention_projection_floats(const nwattn_attention_params *p, size_t batch, size_t t_q,
-                                      size_t t_kv);
+/* Floats of the working buffer projections and pooled heads pass through: the largest of the
+ * three projections and the concatenated heads, and at least a block of projection rows per
+ * worker (nw_heads_out). SIZE_MAX if that overflows (the projections are known to fit). */
+size_t nw_attention_temp_floats(const nwattn_attention_params *p, size_t batch, size_t t_q,
+                                size_t t_kv, size_t threads);
 /* rows × width (heads side by side) to heads × rows × width/heads, and back. */
 void nw_attention_to_heads(size_t rows, size_t heads, size_t width, const float *src,
                            float *dst);

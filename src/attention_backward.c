@@ -15,7 +15,7 @@
 enum { BUF_Q, BUF_K, BUF_V, BUF_C, BUF_LSE, BUF_DC, BUF_DQ, BUF_DK, BUF_DV, BUF_PARAM, BUF_TEMP,
        BUF_CH, BUF_DCH, BUFS };
 
-static int buffer_floats(const nw_attention_bwd_args *a, size_t out[BUFS]) {
+static int buffer_floats(const nw_attention_bwd_args *a, size_t threads, size_t out[BUFS]) {
     const nwattn_attention_params *p = a->f.params;
     size_t rq, rkv, heads_rows;
     if (!nw_mul(a->f.batch, a->f.t_q, &rq) || !nw_mul(a->f.batch, a->f.t_kv, &rkv) ||
@@ -27,9 +27,9 @@ static int buffer_floats(const nw_attention_bwd_args *a, size_t out[BUFS]) {
     out[BUF_LSE] = heads_rows;
     out[BUF_DC] = out[BUF_C];
     out[BUF_DQ] = out[BUF_Q], out[BUF_DK] = out[BUF_K], out[BUF_DV] = out[BUF_V];
-    out[BUF_TEMP] = nw_attention_projection_floats(p, a->f.batch, a->f.t_q, a->f.t_kv);
+    out[BUF_TEMP] = nw_attention_temp_floats(p, a->f.batch, a->f.t_q, a->f.t_kv, threads);
     out[BUF_CH] = out[BUF_DCH] = out[BUF_C];
-    return 1;
+    return out[BUF_TEMP] != SIZE_MAX;
 }
 
 /* Head h's backward arguments over the activations in and the gradient buffers buf (buf NULL:
@@ -75,7 +75,7 @@ static nw_backward_args head_args(const nw_attention_bwd_args *a, const nw_saved
 size_t nw_attention_backward_workspace(const nw_pooling *pooling, nw_attention_bwd_args *a,
                                        size_t threads) {
     size_t floats[BUFS], total = 0;
-    if (!buffer_floats(a, floats))
+    if (!buffer_floats(a, threads, floats))
         return SIZE_MAX;
     for (int i = a->saved != NULL ? BUF_DC : 0; i < BUFS; i++) {
         size_t bytes;
@@ -168,7 +168,7 @@ void nw_attention_backward_run(const nw_pooling *pooling, nw_attention_bwd_args 
     const nw_kernels *kernels = pooling->kernels;
     const size_t batch = a->f.batch, tq = a->f.t_q, tkv = a->f.t_kv;
     size_t floats[BUFS] = {0};
-    buffer_floats(a, floats); /* cannot fail: the workspace was sized with it */
+    buffer_floats(a, workers->threads, floats); /* cannot fail: the workspace was sized with it */
     float *buf[BUFS] = {NULL};
     const int first = a->saved != NULL ? BUF_DC : 0; /* the buffers in working memory */
     buf[first] = workspace;

@@ -106,6 +106,19 @@ typedef struct nw_exec {
  * Scores travel as row_scale[i] · t[i][j]: t is float, row_scale[i] an exact power of two kept
  * in double. Scores beyond the float range (tiny bandwidths, huge dot scales or data) thus reach
  * the softmax intact instead of rounding to ±inf, which the softmax would read as "masked". */
+/* A projection's rows out head by head: column block h of row i (out/heads columns) goes to
+ * y + (h·rows + row0 + i)·(out/heads), dense blocks of `rows` rows per head (rows: of the
+ * whole layout, row0: this call's first). The rows are rearranged while in cache, a block at a
+ * time through buffer: at least max(rows of the call × out, threads × NW_LINEAR_ROWS × out)
+ * floats (threads: the workers'). */
+typedef struct nw_heads_out {
+    size_t heads, rows, row0;
+    float *buffer;
+} nw_heads_out;
+
+/* Rows per block of the projections (blas_gemm.c). */
+#define NW_LINEAR_ROWS ((size_t)256)
+
 typedef struct nw_kernels {
     const char *name;
     /* Bytes of scratch `scores` needs for a block of m queries against n keys (SIZE_MAX when
@@ -129,10 +142,12 @@ typedef struct nw_kernels {
                 const float *b, size_t ldb, size_t stride_b,
                 float *c, size_t ldc, size_t stride_c, void *scratch);
     /* y = x·w^T + bias for rows×in x (pitch ldx), dense out×in w, bias NULL or out floats,
-     * rows×out y (pitch ldy): the projections of attention layers. workers: the context's
-     * (NULL: the calling thread); a row's result never depends on their number. */
+     * rows×out y (pitch ldy), or with heads head by head (nw_heads_out; ldy unused): the
+     * projections of attention layers. workers: the context's (NULL: the calling thread); a
+     * row's result never depends on their number, nor on heads. */
     void (*linear)(nw_workers *workers, size_t rows, size_t out, size_t in, const float *x,
-                   size_t ldx, const float *w, const float *bias, float *y, size_t ldy);
+                   size_t ldx, const float *w, const float *bias, float *y, size_t ldy,
+                   const struct nw_heads_out *heads);
     /* The provider's tiles for the tiled driver (frame/tiled.h). */
     const struct nw_tile_provider *tiles;
 } nw_kernels;

@@ -253,10 +253,10 @@ static void test_multi_head_masks(void **state) {
     free_layer(&l);
 }
 
-/* Widths of whole even numbers of 64-byte lines (d_qk 64, d_v 96): nwattn_attention keeps the
- * projections in rows padded by a line (attention.c row_pitch), nwattn_attention_save head by
- * head. Both against the per-head loop, and bit for bit the same output. */
-static void test_padded_rows(void **state) {
+/* Wide heads (d_qk 64, d_v 96: the widths of whole cache lines attention.c's comment is
+ * about), with and without w_o: against the per-head loop, and nwattn_attention_save's output
+ * bit for bit nwattn_attention's on every backend. */
+static void test_wide_heads(void **state) {
     (void)state;
     at_rng r = {6};
     const size_t batch = 2, tq = 37, tkv = 70, din = 40, dout = 24;
@@ -480,7 +480,7 @@ static void test_positional_encoding(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_pytorch_fixture),   cmocka_unit_test(test_multi_head_cross),
-        cmocka_unit_test(test_projection_blocks), cmocka_unit_test(test_padded_rows),
+        cmocka_unit_test(test_projection_blocks), cmocka_unit_test(test_wide_heads),
         cmocka_unit_test(test_multi_head_masks),  cmocka_unit_test(test_gaussian_heads),
         cmocka_unit_test(test_seed_self_attention), cmocka_unit_test(test_no_keys),
         cmocka_unit_test(test_attention_errors),  cmocka_unit_test(test_positional_encoding),

@@ -41,7 +41,8 @@ void nw_blas_softmax(const nw_simd *simd, const nw_mask *mask, size_t b, size_t 
 void nw_blas_gemm(size_t m, size_t n, size_t k, const float *a, size_t lda, const float *b,
                   size_t ldb, float *c, size_t ldc);
 void nw_blas_linear(nw_workers *workers, size_t rows, size_t out, size_t in, const float *x,
-                    size_t ldx, const float *w, const float *bias, float *y, size_t ldy);
+                    size_t ldx, const float *w, const float *bias, float *y, size_t ldy,
+                    const nw_heads_out *heads);
 size_t nw_blas_bmm_workspace(size_t batch);
 void nw_blas_bmm(const nw_exec *exec, size_t batch, size_t m, size_t n, size_t k, const float *a, size_t lda,
                  size_t stride_a, const float *b, size_t ldb, size_t stride_b, float *c,

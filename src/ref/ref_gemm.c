@@ -13,14 +13,18 @@ void nw_ref_gemm(size_t m, size_t n, size_t k, const float *a, size_t lda, const
 }
 
 void nw_ref_linear(nw_workers *workers, size_t rows, size_t out, size_t in, const float *x,
-                   size_t ldx, const float *w, const float *bias, float *y, size_t ldy) {
+                   size_t ldx, const float *w, const float *bias, float *y, size_t ldy,
+                   const nw_heads_out *heads) {
     (void)workers; /* the reference runs on the calling thread */
+    const size_t width = heads ? out / heads->heads : out;
     for (size_t i = 0; i < rows; i++)
         for (size_t o = 0; o < out; o++) {
             double sum = bias ? (double)bias[o] : 0.0;
             for (size_t p = 0; p < in; p++)
                 sum += (double)x[i * ldx + p] * (double)w[o * in + p];
-            y[i * ldy + o] = (float)sum;
+            float *at = heads ? y + ((o / width) * heads->rows + heads->row0 + i) * width + o % width
+                              : y + i * ldy + o;
+            *at = (float)sum;
         }
 }
 
