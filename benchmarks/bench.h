@@ -41,8 +41,8 @@ int bench_time(int (*fn)(void *arg), void *arg, int reps, double long_run, int s
 /* Paired rounds, for ratios on a machine whose speed drifts (a shared VM: the same cell
  * measured 0.83 and 0.99 of its ceiling in two runs minutes apart): `rounds` rounds of a and
  * b, alternating which goes first; before each timed call (with `settle`) a 0.25 s pause, for
- * the other's thread pool to go idle, and unless a call is longer than long_run seconds one
- * untimed call.
+ * the other's thread pool to go idle, and unless a call is longer than long_run seconds
+ * bench_time's warm-up.
  * Summarises the per-round ratios time(a) / time(b) (runs: the rounds). Fewer rounds where a
  * round would be long: about 8 · long_run seconds in all, and at least three. Returns 0, or -1
  * if a call failed. */
