@@ -118,11 +118,13 @@ static double paired_call(int (*fn)(void *arg), void *arg, double long_run, int 
     const struct timespec pause = {0, (long)(SETTLE_S * 1e9)};
     if (settle)
         nanosleep(&pause, NULL);
-    if (last <= long_run)
-        for (double start = bench_now(), first = 1; first || bench_now() - start < WARMUP_S;
-             first = 0)
+    if (last <= long_run) {
+        const double start = bench_now();
+        do
             if (fn(arg) != 0)
                 return -1.0;
+        while (bench_now() - start < WARMUP_S);
+    }
     const double t = bench_now();
     if (fn(arg) != 0)
         return -1.0;
