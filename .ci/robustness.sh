@@ -118,9 +118,11 @@ robust_tsan() {
     # which ThreadSanitizer cannot see, so its workers' writes show up as races (in
     # sgemm_beta, say). With one BLAS thread the BLAS runs on the calling threads: everything
     # the library and the tests synchronise themselves (the stress test's threads, the fused
-    # path's workers) is still checked, and nothing needs suppressing.
+    # path's workers) is still checked, and nothing needs suppressing. NWATTN_TEST_SMALL: the
+    # heaviest tests' smaller data through the same threaded code (tests/test_env.h); the
+    # stress test runs whole.
     OPENBLAS_NUM_THREADS=1 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
-        ctest --test-dir "$dir" -L 'unit|robust' --output-on-failure -j "$NWATTN_CI_JOBS"
+        NWATTN_TEST_SMALL=1 ctest --test-dir "$dir" -L 'unit|robust' --output-on-failure -j "$NWATTN_CI_JOBS"
 }
 
 robust_fuzz() {
