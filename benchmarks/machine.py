@@ -14,6 +14,15 @@ def cpu_name():
         return platform.processor() or platform.machine()
 
 
+def has_avx512():
+    """Whether the CPU reports AVX-512 Foundation (OpenBLAS's SkylakeX kernels need it)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            return any(line.startswith("flags") and " avx512f" in line for line in f)
+    except OSError:
+        return False
+
+
 def openblas():
     """{"blas": openblas_get_config(), "blas_core": openblas_get_corename()} of the OpenBLAS
     loaded in this process (numpy's, libnwattn's and Debian torch's), None where absent."""

@@ -13,7 +13,8 @@ time is the median over rounds of each round's best call, its ratio the median o
 per-round ratios torch / nwattn (> 1: the library is faster). One process measures one thread
 count and one OpenBLAS core type, both fixed before OpenBLAS loads; without --threads the
 script runs itself once per (core type, threads) pair, OPENBLAS_CORETYPE unset (OpenBLAS's own
-detection) and SkylakeX, threads 1 and 2, and writes them all into one JSON. PyTorch 1.13
+detection) and, where the CPU has AVX-512, SkylakeX, threads 1 and 2, and writes them all
+into one JSON. PyTorch 1.13
 from Debian does its float32 matmuls through the system libblas.so.3, here OpenBLAS too, so
 the core type applies to both sides. Benchmarks are not tests: nothing here asserts a time.
 
@@ -175,7 +176,8 @@ def main():
                 json.dump(result, f)
         return
     runs = []
-    for coretype in (None, "SkylakeX"):
+    # SkylakeX's kernels are AVX-512: on a CPU without it OpenBLAS dies with SIGILL (Zen 3).
+    for coretype in (None, "SkylakeX") if machine.has_avx512() else (None,):
         for threads in (1, 2):
             env = dict(os.environ, OPENBLAS_NUM_THREADS=str(threads),
                        OMP_NUM_THREADS=str(threads))
