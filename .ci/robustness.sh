@@ -122,7 +122,8 @@ robust_tsan() {
     # heaviest tests' smaller data through the same threaded code (tests/test_env.h); the
     # stress test runs whole.
     OPENBLAS_NUM_THREADS=1 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
-        NWATTN_TEST_SMALL=1 ctest --test-dir "$dir" -L 'unit|robust' --output-on-failure -j "$NWATTN_CI_JOBS"
+        NWATTN_TEST_SMALL=1 \
+        ctest --test-dir "$dir" -L 'unit|robust' --output-on-failure -j "$NWATTN_CI_JOBS"
 }
 
 robust_fuzz() {

@@ -18,7 +18,7 @@ def has_avx512():
     """Whether the CPU reports AVX-512 Foundation (OpenBLAS's SkylakeX kernels need it)."""
     try:
         with open("/proc/cpuinfo") as f:
-            return any(line.startswith("flags") and " avx512f" in line for line in f)
+            return any(line.startswith("flags") and "avx512f" in line.split() for line in f)
     except OSError:
         return False
 

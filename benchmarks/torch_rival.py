@@ -14,9 +14,9 @@ per-round ratios torch / nwattn (> 1: the library is faster). One process measur
 count and one OpenBLAS core type, both fixed before OpenBLAS loads; without --threads the
 script runs itself once per (core type, threads) pair, OPENBLAS_CORETYPE unset (OpenBLAS's own
 detection) and, where the CPU has AVX-512, SkylakeX, threads 1 and 2, and writes them all
-into one JSON. PyTorch 1.13
-from Debian does its float32 matmuls through the system libblas.so.3, here OpenBLAS too, so
-the core type applies to both sides. Benchmarks are not tests: nothing here asserts a time.
+into one JSON. PyTorch 1.13 from Debian does its float32 matmuls through the system
+libblas.so.3, here OpenBLAS too, so the core type applies to both sides. Benchmarks are not
+tests: nothing here asserts a time.
 
 usage: NWATTN_LIBRARY=build/src/libnwattn.so.0 PYTHONPATH=python /usr/bin/python3 \
          benchmarks/torch_rival.py [--rounds 5] [--json benchmarks/results/torch_rival.json]

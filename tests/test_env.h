@@ -11,9 +11,10 @@ static inline int test_env_flag(const char *name) {
     return v != NULL && v[0] != '\0' && strcmp(v, "0") != 0;
 }
 
-/* NWATTN_TEST_SMALL (set by CI's valgrind stage): the heaviest tests take smaller data, fewer
- * cases or fewer score kinds, through the same code, so that memcheck's ~50x slowdown stays
- * affordable. The checks are the same, and every other configuration runs the full sizes. */
+/* NWATTN_TEST_SMALL (set by CI's valgrind, tsan, batch-shim and dim-limit stages): the heaviest
+ * tests take smaller data, fewer cases or fewer score kinds, through the same code, so that
+ * memcheck's ~50x slowdown stays affordable. The checks are the same; the README build and
+ * asan run the full sizes. */
 static inline int test_small_shapes(void) { return test_env_flag("NWATTN_TEST_SMALL"); }
 
 #endif
